@@ -1,0 +1,37 @@
+# The two commands: `make run` (the app with demo data) and `make test` (lint + whole suite).
+# Each creates the virtual environment it needs in .venv/ from a machine with only Python.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format venv clean-db
+
+$(VENV)/.stamp-dev: requirements.txt requirements-dev.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+venv: $(VENV)/.stamp-dev
+
+run: venv
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py load_demo
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean-db:
+	rm -f var/verity.sqlite3 var/verity.sqlite3-wal var/verity.sqlite3-shm

@@ -1,0 +1,82 @@
+"""Admin: browse everything; change through services only.
+
+Judgments, statuses and history change through ``services.py`` (version checks,
+history rows, invariants), so their admin pages are read-only.
+"""
+
+from django.contrib import admin
+
+from .models import (
+    Collection,
+    EvidenceCondition,
+    Item,
+    Judgment,
+    JudgmentChange,
+    Query,
+    QueryStatusChange,
+    ReviewTask,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Collection)
+class CollectionAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "unit", "relevant_grade", "pool_depth", "created_at"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["scale", "relevant_grade", "created_at"]
+
+
+@admin.register(Query)
+class QueryAdmin(ReadOnlyAdmin):
+    list_display = ["external_id", "collection", "status", "text"]
+    list_filter = ["collection", "status"]
+    search_fields = ["external_id", "text"]
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "collection", "title", "placeholder"]
+    list_filter = ["collection", "placeholder"]
+    search_fields = ["external_id", "title"]
+    readonly_fields = ["collection", "external_id", "created_at"]
+
+
+@admin.register(Judgment)
+class JudgmentAdmin(ReadOnlyAdmin):
+    list_display = ["query", "item", "grade", "reviewer", "version", "updated_at"]
+    list_filter = ["query__collection", "grade"]
+    list_select_related = ["query", "item", "reviewer"]
+
+
+@admin.register(JudgmentChange)
+class JudgmentChangeAdmin(ReadOnlyAdmin):
+    list_display = ["query", "item", "old_grade", "new_grade", "changed_by", "changed_at", "source"]
+    list_filter = ["source"]
+    list_select_related = ["query", "item", "changed_by"]
+
+
+@admin.register(QueryStatusChange)
+class QueryStatusChangeAdmin(ReadOnlyAdmin):
+    list_display = ["query", "old_status", "new_status", "changed_by", "changed_at", "source"]
+
+
+@admin.register(EvidenceCondition)
+class EvidenceConditionAdmin(ReadOnlyAdmin):
+    list_display = ["query", "__str__", "updated_by", "updated_at"]
+
+
+@admin.register(ReviewTask)
+class ReviewTaskAdmin(ReadOnlyAdmin):
+    list_display = ["query", "item", "status", "source", "best_rank", "priority", "claimed_by"]
+    list_filter = ["collection", "status"]
+    list_select_related = ["query", "item", "claimed_by"]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ScoringConfig(AppConfig):
+    name = "scoring"
+    verbose_name = "Scoring"
+    default_auto_field = "django.db.models.BigAutoField"
