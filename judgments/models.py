@@ -365,6 +365,24 @@ class TaskSource(models.Model):
         return f"{self.label} rank {self.rank}"
 
 
+class TaskSkip(models.Model):
+    """A reviewer passed on a task: it goes back to the queue for the others."""
+
+    task = models.ForeignKey(ReviewTask, on_delete=models.CASCADE, related_name="skips")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "reviewer"], name="taskskip_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_id} skipped {self.task_id}"
+
+
 # -- snapshots ----------------------------------------------------------------------------
 
 

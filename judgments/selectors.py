@@ -38,3 +38,68 @@ def unjudged_items_for(collection: Collection) -> QuerySet[ReviewTask]:
         .exclude(status=TaskStatus.DONE)
         .select_related("query", "item")
     )
+
+
+def bundle_of(collection: Collection):  # -> formats.Bundle
+    """Everything an export holds, as format records: the collection, its items, its
+    queries with status and evidence, its judgments, and its open review tasks (unjudged
+    pairs) except any whose pair is judged. Records come in no particular order; the
+    writers in ``formats.py`` sort them."""
+    # Imported here so that this section could be appended without touching the header.
+    from django.contrib.auth import get_user_model
+
+    from .formats import (
+        Bundle,
+        CollectionRecord,
+        ItemRecord,
+        JudgmentRecord,
+        QueryRecord,
+        UnjudgedRecord,
+        Where,
+    )
+    from .models import Item
+
+    where = Where(f"collection '{collection.slug}'")
+    username = get_user_model().USERNAME_FIELD
+    bundle = Bundle(
+        collection=CollectionRecord(
+            where,
+            slug=collection.slug,
+            name=collection.name,
+            scale=collection.scale,
+            relevant_grade=collection.relevant_grade,
+            unit=collection.unit,
+            description=collection.description,
+            guidelines=collection.guidelines,
+            pool_depth=collection.pool_depth,
+        )
+    )
+    bundle.items = [
+        ItemRecord(where, id=i, title=t, text=x, url=u, metadata=m, placeholder=p)
+        for i, t, x, u, m, p in Item.objects.filter(collection=collection)
+        .values_list("external_id", "title", "text", "url", "metadata", "placeholder")
+        .iterator(chunk_size=5000)
+    ]
+    bundle.queries = [
+        QueryRecord(where, id=i, text=t, tags=tags, status=s, evidence=g)
+        for i, t, tags, s, g in queries_of(collection)
+        .values_list("external_id", "text", "tags", "status", "evidence__groups")
+        .iterator(chunk_size=5000)
+    ]
+    bundle.judgments = [
+        JudgmentRecord(where, query=q, item=i, grade=g, note=n, reviewer=r)
+        for q, i, g, n, r in judgments_of(collection)
+        .values_list(
+            "query__external_id", "item__external_id", "grade", "note", f"reviewer__{username}"
+        )
+        .iterator(chunk_size=5000)
+    ]
+    judged = {(j.query, j.item) for j in bundle.judgments}
+    bundle.unjudged = [
+        UnjudgedRecord(where, query=q, item=i, source=s, rank=r)
+        for q, i, s, r in unjudged_items_for(collection)
+        .values_list("query__external_id", "item__external_id", "source", "best_rank")
+        .iterator(chunk_size=5000)
+        if (q, i) not in judged
+    ]
+    return bundle

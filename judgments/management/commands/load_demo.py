@@ -1,0 +1,84 @@
+"""Load the demo: demo users, the demo handbook collection and the founding-text example.
+
+    manage.py load_demo
+
+Idempotent: it creates (or resets) the demo users with ``create_demo_users``, which
+refuses unless DEBUG is on, then imports each bundle below with ``import_collection``
+unless a collection with the bundle's slug exists already. A collection that is there
+is left as it is, whatever was done to it since; delete it to load it afresh.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from judgments.models import Collection, Judgment, QueryStatus, ReviewTask, TaskStatus
+
+BUNDLES = (
+    ("fixtures/demo/bundle.jsonl", "regenerate it with python fixtures/demo/generate.py"),
+    ("fixtures/recall-example/bundle.jsonl", "restore it with git checkout"),
+)
+
+
+def bundle_slug(path: Path, fix: str) -> str:
+    """The slug on the bundle's first line, which must be its collection record."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = json.loads(f.readline())
+    except FileNotFoundError:
+        raise CommandError(f"{path}: the demo bundle is missing; {fix}") from None
+    except (OSError, ValueError) as e:
+        raise CommandError(f"{path}: cannot read its first line ({e}); {fix}") from None
+    if not isinstance(first, dict) or first.get("type") != "collection" or not first.get("slug"):
+        raise CommandError(f"{path}: the first line must be the collection record; {fix}")
+    return str(first["slug"])
+
+
+def collection_summary(collection: Collection) -> str:
+    queries = collection.queries.all()
+    statuses = ", ".join(
+        f"{queries.filter(status=status).count()} {status}" for status in QueryStatus.values
+    )
+    judgments = Judgment.objects.filter(query__collection=collection).count()
+    open_tasks = (
+        ReviewTask.objects.filter(collection=collection).exclude(status=TaskStatus.DONE).count()
+    )
+    return (
+        f"{collection.slug}: {collection.items.count()} items, {queries.count()} queries "
+        f"({statuses}), {judgments} judgments, {open_tasks} open review tasks"
+    )
+
+
+class Command(BaseCommand):
+    help = (
+        "Create the demo users and import the demo collections (fixtures/demo, "
+        "fixtures/recall-example) unless they are loaded already. DEBUG only."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        # First, so that a refusal (DEBUG off) happens before anything is imported, and
+        # so that the bundles' reviewers exist when their judgments are imported.
+        logins = io.StringIO()
+        call_command("create_demo_users", stdout=logins)
+        slugs = []
+        for relative, fix in BUNDLES:
+            path = Path(settings.BASE_DIR) / relative
+            slug = bundle_slug(path, fix)
+            slugs.append(slug)
+            if Collection.objects.filter(slug=slug).exists():
+                self.stdout.write(f"{slug}: already loaded, left as it is ({relative}).")
+                continue
+            self.stdout.write(f"{slug}: importing {relative} …")
+            call_command("import_collection", str(path), stdout=self.stdout, stderr=self.stderr)
+        self.stdout.write("")
+        for slug in slugs:
+            self.stdout.write(collection_summary(Collection.objects.get(slug=slug)))
+        self.stdout.write("")
+        self.stdout.write(logins.getvalue().rstrip("\n"))
