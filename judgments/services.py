@@ -56,7 +56,7 @@ class InvariantError(VerityError):
     """The change would break a stated invariant; nothing was changed."""
 
 
-@dataclass
+@dataclass(eq=False)  # eq=False keeps the exception hashable
 class JudgmentConflict(VerityError):
     """The judgment changed since the version the edit was based on; nothing was changed."""
 
@@ -469,6 +469,7 @@ def queue_unjudged(
     favours the number of sources, then the best rank. A judged pair is never queued.
     Returns (unjudged pairs seen, tasks newly created). Atomic; safe to run concurrently
     with another queueing of the same pairs (one task each, every source counted).
+    Ids go into IN clauses: callers pass a few hundred queries' pairs at a time.
     """
     wanted: dict[tuple[int, int], int | None] = {}
     for query_id, item_id, rank in pairs:
@@ -480,6 +481,9 @@ def queue_unjudged(
         return 0, 0
     share_collection(collection.pk)
     query_ids = {q for q, _ in wanted}
+    # Lock the queries (in pk order, as every service does) so that no judgment of these
+    # pairs commits between reading the judged pairs and queueing the rest.
+    list(Query.objects.filter(pk__in=query_ids).order_by("pk").select_for_update().values("pk"))
     judged = set(Judgment.objects.filter(query_id__in=query_ids).values_list("query_id", "item_id"))
     unjudged = {k: r for k, r in wanted.items() if k not in judged}
 

@@ -48,10 +48,20 @@ Where the engine departs from trec_eval 10 (values agree to 1e-9 otherwise):
   judged-only condensation.
 """
 
+# Recorded with every stored evaluation; bump it when any number could change.
+__version__ = "1.0.0"
+
 from .errors import EngineError, EngineInputError, InvalidParameterError
 from .evaluate import EvalResult, evaluate
 from .params import EvalParams
-from .readers import Statuses, read_mapping, read_qrels, read_run, read_statuses
+from .readers import (
+    Statuses,
+    read_mapping,
+    read_qrels,
+    read_run,
+    read_run_stages,
+    read_statuses,
+)
 from .simple import score_query
 from .tables import Qrels, Run
 
@@ -64,10 +74,12 @@ __all__ = [
     "Qrels",
     "Run",
     "Statuses",
+    "__version__",
     "evaluate",
     "read_mapping",
     "read_qrels",
     "read_run",
+    "read_run_stages",
     "read_statuses",
     "score_query",
 ]

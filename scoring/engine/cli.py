@@ -16,7 +16,7 @@ from .readers import Statuses, read_mapping, read_qrels, read_run, read_statuses
 EXIT_BAD_INPUT = 2
 
 
-def _ks(text: str) -> tuple[int, ...]:
+def parse_ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("qrels", help="TREC qrels: 'qid 0 docid grade' per line")
     p.add_argument("run", help="TREC run 'qid Q0 docid rank score tag' or JSON Lines run")
-    p.add_argument("--k", type=_ks, default=(5, 10), help="cutoffs, e.g. 5,10,100")
+    p.add_argument("--k", type=parse_ks, default=(5, 10), help="cutoffs, e.g. 5,10,100")
     p.add_argument(
         "--measures",
         help="comma-separated: R, Ceiling, AnyHit, AllHit, P, nDCG, Judged, Evidence "

@@ -291,6 +291,26 @@ def read_run(
     return _read_trec_run_slow(path, name, order=order, dedup=dedup)
 
 
+def read_run_stages(
+    path: PathLike, *, order: str = "score", dedup: str = "error", fmt: str | None = None
+) -> list[Run]:
+    """Every stage of a run, in pipeline order: a TREC run is one stage, ``default``; a
+    JSON Lines run gives its stages in the order they first appear in the file. The file
+    is parsed once; each stage follows the rules of :func:`read_run`."""
+    if fmt is None:
+        fmt = _detect_format(path)
+    if fmt != "jsonl":
+        return [_with(read_run(path, order=order, dedup=dedup, fmt=fmt), stage="default")]
+    if dedup not in DEDUP_POLICIES:
+        raise InvalidParameterError(f"dedup must be one of {', '.join(DEDUP_POLICIES)}")
+    name = _name(path)
+    lines, all_stages = _parse_jsonl_run(path, name)
+    return [
+        _jsonl_stage(lines, all_stages, name, stage=stage, dedup=dedup)
+        for stage in all_stages or ("default",)
+    ]
+
+
 def _detect_format(path: PathLike) -> str:
     if Path(path).suffix.lower() in (".jsonl", ".json", ".ndjson"):
         return "jsonl"
@@ -518,11 +538,15 @@ def _id_list(
     return value
 
 
-def _read_jsonl_run(path: PathLike, name: str, *, dedup: str, stage: str | None) -> Run:
+_JsonlLines = list[tuple[int, str, dict[str, list[str]], bool]]
+
+
+def _parse_jsonl_run(path: PathLike, name: str) -> tuple[_JsonlLines, tuple[str, ...]]:
+    """Parse every line; return them with the stage names in first-seen (pipeline) order."""
     errors = ErrorCollector()
     lines: list[tuple[int, str, dict[str, list[str]], bool]] = []
     seen: dict[str, int] = {}
-    stage_names: set[str] = set()
+    stage_names: dict[str, None] = {}
     for lineno, obj in _json_lines(path, name, errors):
         if not isinstance(obj, dict):
             errors.add(f"{name} line {lineno}: expected a JSON object with a 'query' key")
@@ -565,12 +589,16 @@ def _read_jsonl_run(path: PathLike, name: str, *, dedup: str, stage: str | None)
                 'give the ranked ids, or "abstain": true'
             )
             continue
-        stage_names.update(stages)
+        stage_names.update(dict.fromkeys(stages))
         lines.append((lineno, qid, stages, abstain))
     errors.raise_if_any()
     if not lines:
         raise _empty_file(name, 'one JSON object per line, e.g. {"query": "q1", "ranking": [...]}')
-    all_stages = tuple(sorted(stage_names))
+    return lines, tuple(stage_names)
+
+
+def _read_jsonl_run(path: PathLike, name: str, *, dedup: str, stage: str | None) -> Run:
+    lines, all_stages = _parse_jsonl_run(path, name)
     if stage is None:
         if len(all_stages) > 1:
             raise EngineInputError(
@@ -579,16 +607,22 @@ def _read_jsonl_run(path: PathLike, name: str, *, dedup: str, stage: str | None)
                     "with --stage NAME (stage=...)"
                 ]
             )
-        chosen = all_stages[0] if all_stages else "default"
-    else:
-        chosen = stage
-        if stage not in stage_names:
-            raise EngineInputError(
-                [
-                    f"{name}: no stage {stage!r} in the run; its stages are "
-                    f"{', '.join(all_stages) or '(none)'}"
-                ]
-            )
+        stage = all_stages[0] if all_stages else "default"
+    elif stage not in all_stages:
+        raise EngineInputError(
+            [
+                f"{name}: no stage {stage!r} in the run; its stages are "
+                f"{', '.join(all_stages) or '(none)'}"
+            ]
+        )
+    return _jsonl_stage(lines, all_stages, name, stage=stage, dedup=dedup)
+
+
+def _jsonl_stage(
+    lines: _JsonlLines, all_stages: tuple[str, ...], name: str, *, stage: str, dedup: str
+) -> Run:
+    chosen = stage
+    errors = ErrorCollector()
     rankings: dict[str, list[str]] = {}
     abstained: set[str] = set()
     removed = 0

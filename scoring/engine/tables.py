@@ -8,7 +8,7 @@ a wrong number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
@@ -374,6 +374,16 @@ class Run:
             return []
         rows = self.perm[self.offsets[j] : self.offsets[j + 1]]
         return _take_str(self.docids, rows)
+
+    def iter_rankings(self, batch: int = 500) -> Iterator[tuple[str, list[str]]]:
+        """Yield (qid, ranking) in query order, building at most ``batch`` rankings' worth
+        of Python strings at a time (bounded memory for 10M-line runs)."""
+        for j0 in range(0, len(self.qids), batch):
+            j1 = min(j0 + batch, len(self.qids))
+            lo, hi = int(self.offsets[j0]), int(self.offsets[j1])
+            ids = _take_str(self.docids, self.perm[lo:hi])
+            for j in range(j0, j1):
+                yield self.qids[j], ids[int(self.offsets[j]) - lo : int(self.offsets[j + 1]) - lo]
 
     def to_mapping(self) -> dict[str, list[str]]:
         ordered = _take_str(self.docids, self.perm)

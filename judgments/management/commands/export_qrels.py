@@ -1,22 +1,32 @@
 """Export a collection's judgments as TREC qrels, or everything as a JSONL bundle.
 
-    manage.py export_qrels SLUG [--format trec|jsonl] [--with-unjudged] [--output FILE]
+    manage.py export_qrels SLUG [--snapshot N] [--format trec|jsonl] [--with-unjudged]
+                                [--output FILE]
 
-Both formats are deterministic: the same data gives the same bytes. A JSONL export
-imported into an empty database (or under another slug) and exported again is
-byte-identical (apart from the slug).
+Without ``--snapshot`` it exports the live labels; with it, a frozen snapshot, which
+exports byte-identically every time. Both formats are deterministic. A live JSONL export
+is a bundle that ``import_collection`` reads back (import → export → import gives
+identical data). A snapshot's JSONL export is its canonical form (``judgments/
+snapshots.py``): ``sha256sum`` of the file equals the snapshot's content hash.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judgments import formats
-from judgments.models import Collection
-from judgments.selectors import bundle_of
+from judgments.models import Collection, Snapshot
+from judgments.selectors import (
+    bundle_of,
+    collection_by_slug,
+    snapshot_canonical_lines,
+    snapshot_of,
+    snapshot_trec_lines,
+)
 
 
 class Command(BaseCommand):
@@ -34,13 +44,26 @@ class Command(BaseCommand):
             help="trec: add 'qid 0 docid -1' for open review tasks (JSONL always has them)",
         )
         parser.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+        parser.add_argument(
+            "--snapshot",
+            metavar="N",
+            type=int,
+            help="export frozen snapshot vN instead of the live labels",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        slug = options["slug"]
-        collection = Collection.objects.filter(slug=slug).first()
-        if collection is None:
-            known = ", ".join(Collection.objects.values_list("slug", flat=True)) or "none yet"
-            raise CommandError(f"no collection '{slug}'; the collections are: {known}")
+        try:
+            collection = collection_by_slug(options["slug"])
+            snapshot = (
+                snapshot_of(collection, options["snapshot"])
+                if options["snapshot"] is not None
+                else None
+            )
+        except (Collection.DoesNotExist, Snapshot.DoesNotExist) as exc:
+            raise CommandError(str(exc)) from None
+        if snapshot is not None:
+            self._export_snapshot(snapshot, options)
+            return
         bundle = bundle_of(collection)
         if options["format"] == "jsonl":
             text = formats.dumps_bundle(bundle)
@@ -51,3 +74,16 @@ class Command(BaseCommand):
             Path(options["output"]).write_bytes(text.encode("utf-8"))
         else:
             self.stdout.write(text, ending="")
+
+    def _export_snapshot(self, snapshot: Snapshot, options: dict[str, Any]) -> None:
+        if options["format"] == "jsonl":
+            chunks: Iterable[bytes] = snapshot_canonical_lines(snapshot)
+        else:
+            lines = snapshot_trec_lines(snapshot, with_unjudged=options["with_unjudged"])
+            chunks = (line.encode("utf-8") for line in lines)
+        if options["output"]:
+            with open(options["output"], "wb") as fh:
+                fh.writelines(chunks)
+        else:
+            for chunk in chunks:
+                self.stdout.write(chunk.decode("utf-8"), ending="")

@@ -1,0 +1,53 @@
+"""Freeze a collection's labels as its next numbered, content-hashed snapshot.
+
+manage.py freeze_snapshot SLUG [--note TEXT] [--by USERNAME]
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from judgments.models import Collection
+from judgments.selectors import collection_by_slug
+from judgments.services import VerityError, freeze_snapshot
+
+
+class Command(BaseCommand):
+    help = "Freeze the collection's judgments, query statuses and unjudged markers as vN+1."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("--note", default="", help="why this version was frozen")
+        parser.add_argument("--by", metavar="USERNAME", help="record this user as its author")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            collection = collection_by_slug(options["slug"])
+        except Collection.DoesNotExist as exc:
+            raise CommandError(str(exc)) from None
+        by = None
+        if options["by"]:
+            by = get_user_model().objects.filter(username=options["by"]).first()
+            if by is None:
+                raise CommandError(f"no user '{options['by']}'")
+        started = time.perf_counter()
+        try:
+            snapshot, created = freeze_snapshot(collection=collection, by=by, note=options["note"])
+        except VerityError as exc:
+            raise CommandError(str(exc)) from None
+        took = time.perf_counter() - started
+        if not created:
+            self.stdout.write(
+                f"Nothing changed since v{snapshot.number} of '{collection.slug}' "
+                f"(sha256:{snapshot.content_hash}); no new snapshot made."
+            )
+            return
+        self.stdout.write(
+            f"Froze '{collection.slug}' v{snapshot.number} in {took:.1f} s: "
+            f"{snapshot.n_judgments} judgments, {snapshot.n_queries} queries, "
+            f"{snapshot.n_unjudged} unjudged markers.\nsha256:{snapshot.content_hash}"
+        )

@@ -1,0 +1,104 @@
+"""Store a run (TREC or multi-stage JSON Lines) and queue the unjudged items it surfaces.
+
+manage.py import_run SLUG FILE --name NAME [--description TEXT]
+                     [--order score|rank] [--dedup error|first] [--by USERNAME]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from judgments.formats import MAX_LISTED
+from judgments.models import Collection
+from judgments.selectors import collection_by_slug
+from judgments.services import VerityError
+from scoring.services import RunImportError, import_run
+
+
+class Command(BaseCommand):
+    help = "Import a run file; all-or-nothing, with line-numbered errors."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug", help="the collection the run was made against")
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--name", required=True, help="a short unique name, e.g. bm25")
+        parser.add_argument("--description", default="")
+        parser.add_argument(
+            "--order",
+            choices=("score", "rank"),
+            default="score",
+            help="TREC runs: score descending with docid tie-break (trec_eval), or rank",
+        )
+        parser.add_argument(
+            "--dedup",
+            choices=("error", "first"),
+            default="error",
+            help="duplicate ids in one query's list: refuse (default) or keep the first",
+        )
+        parser.add_argument("--by", metavar="USERNAME")
+        parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path: Path = options["file"]
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        try:
+            collection = collection_by_slug(options["slug"])
+        except Collection.DoesNotExist as exc:
+            raise CommandError(str(exc)) from None
+        by = None
+        if options["by"]:
+            by = get_user_model().objects.filter(username=options["by"]).first()
+            if by is None:
+                raise CommandError(f"no user '{options['by']}'")
+        started = time.perf_counter()
+        try:
+            report = import_run(
+                collection=collection,
+                path=path,
+                name=options["name"],
+                description=options["description"],
+                order=options["order"],
+                dedup=options["dedup"],
+                by=by,
+                progress=None if options["quiet"] else sys.stderr,
+            )
+        except RunImportError as exc:
+            listed = exc.errors[:MAX_LISTED]
+            more = len(exc.errors) - len(listed)
+            lines = [str(exc), *listed] + ([f"… and {more} more"] if more > 0 else [])
+            raise CommandError("\n".join(lines)) from None
+        except VerityError as exc:
+            raise CommandError(str(exc)) from None
+        run = report.run
+        w = self.stdout.write
+        w(
+            f"Imported run '{run.name}' into '{collection.slug}' in "
+            f"{time.perf_counter() - started:.1f} s (sha256:{run.source_sha256[:12]}, "
+            f"order: {run.order_rule}, dedup: {run.dedup_policy}, "
+            f"{run.duplicates_dropped} duplicates dropped)."
+        )
+        for stage in report.stages:
+            w(
+                f"  stage {stage.name}: {stage.n_queries} queries, {stage.n_rows} rows, "
+                f"depth {stage.depth}"
+            )
+        w(
+            f"  pool depth {collection.pool_depth}: {report.unjudged_found} unjudged items "
+            f"found, {report.newly_queued} new to the review queue, "
+            f"{report.placeholders_created} placeholder items created"
+        )
+        if report.queries_not_in_collection:
+            shown = ", ".join(report.queries_not_in_collection[:10])
+            more = len(report.queries_not_in_collection) - 10
+            w(
+                f"  {len(report.queries_not_in_collection)} run queries are not in the "
+                f"collection (scoring excludes them): {shown}"
+                + (f" … and {more} more" if more > 0 else "")
+            )
