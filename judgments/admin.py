@@ -12,6 +12,7 @@ from .models import (
     Item,
     Judgment,
     JudgmentChange,
+    Membership,
     Query,
     QueryStatusChange,
     ReviewTask,
@@ -80,3 +81,10 @@ class ReviewTaskAdmin(ReadOnlyAdmin):
     list_display = ["query", "item", "status", "source", "best_rank", "priority", "claimed_by"]
     list_filter = ["collection", "status"]
     list_select_related = ["query", "item", "claimed_by"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["collection", "user", "role", "created_at"]
+    list_filter = ["collection", "role"]
+    list_select_related = ["collection", "user"]

@@ -77,6 +77,42 @@ class Collection(models.Model):
         return grade >= self.relevant_grade
 
 
+class Role(models.TextChoices):
+    """What a member may do in one collection; each role includes the ones before it."""
+
+    REVIEWER = "reviewer", "reviewer"  # read, label, claim tasks
+    EVALUATOR = "evaluator", "evaluator"  # also upload runs, freeze, score, export
+    ADMIN = "admin", "admin"  # also manage members and settings
+
+
+ROLE_RANK = {Role.REVIEWER: 1, Role.EVALUATOR: 2, Role.ADMIN: 3}
+
+
+class Membership(models.Model):
+    """A user's role in one collection. Nobody sees a collection without one, except
+    superusers."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "user"], name="membership_unique"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.role} of {self.collection_id}"
+
+    def allows(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+
 class QueryStatus(models.TextChoices):
     UNREVIEWED = "unreviewed", "unreviewed"
     RELEVANT = "relevant", "reviewed: has relevant items"
@@ -185,6 +221,12 @@ class Judgment(models.Model):
     )
     note = models.TextField(blank=True)
     version = models.PositiveIntegerField(default=1)
+    client_key = models.CharField(  # noqa: DJ001 -- NULL, not "", so that keys stay unique
+        max_length=100,
+        null=True,
+        blank=True,
+        help_text="A client-chosen key that makes a retried create return this judgment.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -192,6 +234,11 @@ class Judgment(models.Model):
         ordering = ["query", "item"]
         constraints = [
             models.UniqueConstraint(fields=["query", "item"], name="judgment_one_per_pair"),
+            models.UniqueConstraint(
+                fields=["client_key"],
+                condition=Q(client_key__isnull=False),
+                name="judgment_client_key_unique",
+            ),
             models.CheckConstraint(condition=Q(grade__gte=0), name="judgment_grade_non_negative"),
             models.CheckConstraint(condition=Q(version__gte=1), name="judgment_version_positive"),
         ]
@@ -252,7 +299,9 @@ class JudgmentChange(AppendOnlyModel):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="judgment_changes")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgment_changes")
     old_grade = models.SmallIntegerField(null=True, blank=True)
-    new_grade = models.SmallIntegerField()
+    new_grade = models.SmallIntegerField(
+        null=True, blank=True, help_text="Null when the change removed the judgment (an undo)."
+    )
     old_note = models.TextField(blank=True)
     new_note = models.TextField(blank=True)
     version = models.PositiveIntegerField()

@@ -9,11 +9,14 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from .models import (
+    ROLE_RANK,
     Collection,
     Judgment,
+    Membership,
     Query,
     QueryStatus,
     ReviewTask,
+    Role,
     Snapshot,
     SnapshotJudgment,
     SnapshotQuery,
@@ -254,3 +257,34 @@ def collection_by_slug(slug: str) -> Collection:
         known = ", ".join(Collection.objects.values_list("slug", flat=True)) or "none yet"
         raise Collection.DoesNotExist(f"no collection '{slug}'; the collections are: {known}")
     return found
+
+
+# -- access ---------------------------------------------------------------------------------
+
+
+def collections_for(user: Any) -> QuerySet[Collection]:
+    """The collections this user may see: every one for a superuser, else by membership."""
+    if not getattr(user, "is_authenticated", False):
+        return Collection.objects.none()
+    if user.is_superuser:
+        return Collection.objects.all()
+    return Collection.objects.filter(members__user=user)
+
+
+def role_of(user: Any, collection: Collection) -> str | None:
+    """The user's role in the collection (``admin`` for a superuser), or ``None``."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    if user.is_superuser:
+        return Role.ADMIN
+    return (
+        Membership.objects.filter(user=user, collection=collection)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def may(user: Any, collection: Collection, role: str) -> bool:
+    """Whether the user holds ``role`` or a stronger one in the collection."""
+    held = role_of(user, collection)
+    return held is not None and ROLE_RANK[Role(held)] >= ROLE_RANK[Role(role)]

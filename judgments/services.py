@@ -31,10 +31,12 @@ from .models import (
     Judgment,
     JudgmentChange,
     LabelingUnit,
+    Membership,
     Query,
     QueryStatus,
     QueryStatusChange,
     ReviewTask,
+    Role,
     Snapshot,
     SnapshotJudgment,
     SnapshotQuery,
@@ -143,6 +145,20 @@ def create_collection(
     )
 
 
+@transaction.atomic
+def set_membership(*, collection: Collection, user: Any, role: str | None) -> Membership | None:
+    """Give ``user`` exactly ``role`` in the collection, or remove them with ``None``."""
+    if role is None:
+        Membership.objects.filter(collection=collection, user=user).delete()
+        return None
+    if role not in Role.values:
+        raise InvariantError(f"role {role!r} must be one of {', '.join(Role.values)}")
+    membership, _ = Membership.objects.update_or_create(
+        collection=collection, user=user, defaults={"role": role}
+    )
+    return membership
+
+
 # -- judgments ----------------------------------------------------------------------------
 
 
@@ -246,6 +262,59 @@ def record_judgment(
         status=TaskStatus.DONE, claimed_by=None, lease_expires_at=None, updated_at=now
     )
     return judgment
+
+
+@transaction.atomic
+def remove_judgment(
+    *,
+    query: Query,
+    item: Item,
+    reviewer: User | None,
+    expected_version: int,
+    source: str = ChangeSource.UI,
+) -> None:
+    """Remove the judgment of (query, item), as an undo of its creation.
+
+    Compare-and-set on ``expected_version`` like an edit; the history row records
+    old → none. The pair's review task, if it had one, goes back to the queue; removing
+    the last relevant judgment of a ``relevant`` query is refused.
+    """
+    query = lock_query(query.pk)
+    current = Judgment.objects.filter(query=query, item=item).select_related("reviewer").first()
+    if current is None:
+        raise InvariantError(
+            f"item '{item.external_id}' has no judgment for query '{query.external_id}'"
+        )
+    if current.version != expected_version:
+        raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
+    if (
+        query.collection.is_relevant_grade(current.grade)
+        and query.status == QueryStatus.RELEVANT
+        and not _has_other_relevant(query, excluding_item_id=item.pk)
+    ):
+        raise InvariantError(
+            f"item '{item.external_id}' is the only relevant item of query "
+            f"'{query.external_id}', which is marked 'has relevant items'; "
+            "set the query's status to unreviewed first"
+        )
+    removed, _ = Judgment.objects.filter(pk=current.pk, version=expected_version).delete()
+    if removed != 1:
+        current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
+        raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
+    JudgmentChange.objects.create(
+        query=query,
+        item=item,
+        old_grade=current.grade,
+        new_grade=None,
+        old_note=current.note,
+        new_note="",
+        version=current.version + 1,
+        changed_by=reviewer,
+        source=source,
+    )
+    ReviewTask.objects.filter(query=query, item=item, status=TaskStatus.DONE).update(
+        status=TaskStatus.PENDING, updated_at=timezone.now()
+    )
 
 
 # -- query status and evidence ------------------------------------------------------------

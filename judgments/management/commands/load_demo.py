@@ -16,15 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from judgments.models import Collection, Judgment, QueryStatus, ReviewTask, TaskStatus
+from judgments.services import set_membership
 
 BUNDLES = (
     ("fixtures/demo/bundle.jsonl", "regenerate it with python fixtures/demo/generate.py"),
     ("fixtures/recall-example/bundle.jsonl", "restore it with git checkout"),
 )
+
+# Demo users' roles in every demo collection (``admin`` is a superuser as well).
+DEMO_ROLES = {"reviewer": "reviewer", "evaluator": "evaluator", "admin": "admin"}
 
 
 def bundle_slug(path: Path, fix: str) -> str:
@@ -78,7 +83,11 @@ class Command(BaseCommand):
             self.stdout.write(f"{slug}: importing {relative} …")
             call_command("import_collection", str(path), stdout=self.stdout, stderr=self.stderr)
         self.stdout.write("")
+        users = get_user_model().objects.in_bulk(list(DEMO_ROLES), field_name="username")
         for slug in slugs:
-            self.stdout.write(collection_summary(Collection.objects.get(slug=slug)))
+            collection = Collection.objects.get(slug=slug)
+            for username, role in DEMO_ROLES.items():
+                set_membership(collection=collection, user=users[username], role=role)
+            self.stdout.write(collection_summary(collection))
         self.stdout.write("")
         self.stdout.write(logins.getvalue().rstrip("\n"))
