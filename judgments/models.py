@@ -386,6 +386,12 @@ class ReviewTask(models.Model):
             models.Index(
                 fields=["collection", "status", "-priority", "id"], name="reviewtask_queue"
             ),
+            # What claim_next_task scans: open tasks in serving order, without the done ones.
+            models.Index(
+                fields=["collection", "-priority", "id"],
+                name="reviewtask_open_queue",
+                condition=Q(status__in=["pending", "claimed"]),
+            ),
         ]
 
     def __str__(self) -> str:

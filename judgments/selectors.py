@@ -288,3 +288,214 @@ def may(user: Any, collection: Collection, role: str) -> bool:
     """Whether the user holds ``role`` or a stronger one in the collection."""
     held = role_of(user, collection)
     return held is not None and ROLE_RANK[Role(held)] >= ROLE_RANK[Role(role)]
+
+
+# -- review UI ------------------------------------------------------------------------------
+# Reads for the reviewer's pages. Counts come from grouped aggregates (one query per kind
+# of row), never from several Count()s over different joins, which multiply rows.
+
+# "Open" is spelled as an IN list rather than "not done": PostgreSQL can walk the
+# (collection, status, ...) index for an IN list, not for "<>".
+OPEN_TASK_STATUSES = (TaskStatus.PENDING, TaskStatus.CLAIMED)
+
+
+@dataclass(frozen=True)
+class ReviewProgress:
+    """What is done and what is left in one collection."""
+
+    unreviewed: int = 0
+    relevant: int = 0
+    no_answer: int = 0
+    judged: int = 0
+    open_tasks: int = 0
+    claimed_now: int = 0
+
+    @property
+    def queries(self) -> int:
+        return self.unreviewed + self.relevant + self.no_answer
+
+    @property
+    def reviewed(self) -> int:
+        return self.relevant + self.no_answer
+
+
+def collections_with_review_progress(user: Any) -> list[tuple[Collection, ReviewProgress]]:
+    """The user's collections (``collections_for``), each with its progress: queries by
+    review status, judged items, open review tasks and tasks under a live lease now.
+    Four queries, however many collections."""
+    from django.utils import timezone
+
+    collections = list(collections_for(user).order_by("name", "slug"))
+    ids = [c.pk for c in collections]
+    counts: dict[int, dict[str, int]] = {pk: {} for pk in ids}
+    for pk, status, n in (
+        Query.objects.filter(collection_id__in=ids)
+        .order_by()
+        .values_list("collection_id", "status")
+        .annotate(n=Count("pk"))
+    ):
+        counts[pk][status] = n
+    for pk, n in (
+        Judgment.objects.filter(query__collection_id__in=ids)
+        .order_by()
+        .values_list("query__collection_id")
+        .annotate(n=Count("pk"))
+    ):
+        counts[pk]["judged"] = n
+    now = timezone.now()
+    for pk, n_open, n_claimed in (
+        ReviewTask.objects.filter(collection_id__in=ids, status__in=OPEN_TASK_STATUSES)
+        .order_by()
+        .values_list("collection_id")
+        .annotate(
+            n_open=Count("pk"),
+            n_claimed=Count("pk", filter=Q(status=TaskStatus.CLAIMED, lease_expires_at__gt=now)),
+        )
+    ):
+        counts[pk]["open_tasks"], counts[pk]["claimed_now"] = n_open, n_claimed
+    return [(c, ReviewProgress(**counts[c.pk])) for c in collections]
+
+
+def queue_progress(collection: Collection) -> tuple[int, int]:
+    """(open review tasks, of which under a live lease now) in the collection. Two
+    queries, each answered from the (collection, status, …) index alone: one COUNT with
+    the lease condition would have to read every open task's row."""
+    from django.utils import timezone
+
+    tasks = ReviewTask.objects.filter(collection=collection)
+    n_open = tasks.filter(status__in=OPEN_TASK_STATUSES).count()
+    n_claimed = tasks.filter(status=TaskStatus.CLAIMED, lease_expires_at__gt=timezone.now()).count()
+    return n_open, n_claimed
+
+
+def task_for_review(collection: Collection, task_id: int, *, sources: bool = True) -> ReviewTask:
+    """The task with its query and item, and its sources (best rank first) unless
+    ``sources=False``: one query each. ``ReviewTask.DoesNotExist`` unless it belongs to
+    the collection."""
+    tasks = ReviewTask.objects.filter(collection=collection).select_related("query", "item")
+    if sources:
+        tasks = tasks.prefetch_related("sources")
+    return tasks.get(pk=task_id)
+
+
+def query_tags_of(collection: Collection) -> list[str]:
+    """Every tag used by the collection's queries, sorted."""
+    tags: set[str] = set()
+    for row in Query.objects.filter(collection=collection).values_list("tags", flat=True):
+        tags.update(t for t in row or () if isinstance(t, str))
+    return sorted(tags)
+
+
+def _count_of(queryset: QuerySet) -> Any:
+    from django.db.models import IntegerField, OuterRef, Subquery
+    from django.db.models.functions import Coalesce
+
+    counted = (
+        queryset.filter(query=OuterRef("pk"))
+        .order_by()
+        .values("query")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def queries_with_progress(
+    collection: Collection, *, status: str | None = None, tag: str | None = None
+) -> QuerySet[Query]:
+    """The collection's queries, optionally one review status and one tag, each annotated
+    with ``n_judged``, ``n_relevant`` (grade ≥ the relevant grade) and ``n_open`` (open
+    review tasks), ordered by external id."""
+    from django.db import connection
+    from django.db.models import BooleanField
+    from django.db.models.expressions import RawSQL
+
+    queries = Query.objects.filter(collection=collection)
+    if status:
+        queries = queries.filter(status=status)
+    if tag:
+        if connection.vendor == "postgresql":
+            queries = queries.filter(tags__contains=[tag])
+        else:  # SQLite has no JSON containment lookup; json_each is its JSON1 equivalent
+            table = Query._meta.db_table
+            queries = queries.alias(
+                has_tag=RawSQL(
+                    f"EXISTS (SELECT 1 FROM json_each({table}.tags) WHERE json_each.value = %s)",
+                    [tag],
+                    output_field=BooleanField(),
+                )
+            ).filter(has_tag=True)
+    judgments = Judgment.objects.all()
+    return queries.annotate(
+        n_judged=_count_of(judgments),
+        n_relevant=_count_of(judgments.filter(grade__gte=collection.relevant_grade)),
+        n_open=_count_of(ReviewTask.objects.filter(status__in=OPEN_TASK_STATUSES)),
+    ).order_by("external_id")
+
+
+def query_in(collection: Collection, external_id: str) -> Query:
+    """The collection's query by external id, with who last set its status and its
+    evidence condition; ``Query.DoesNotExist`` if there is none."""
+    return Query.objects.select_related("collection", "status_changed_by").get(
+        collection=collection, external_id=external_id
+    )
+
+
+def judgments_for_query(query: Query) -> QuerySet[Judgment]:
+    """The query's current judgments with item and reviewer, by item id."""
+    return (
+        Judgment.objects.filter(query=query)
+        .select_related("item", "reviewer")
+        .order_by("item__external_id")
+    )
+
+
+def open_tasks_for_query(query: Query) -> QuerySet[ReviewTask]:
+    """The query's unjudged markers (open review tasks) with item and sources, in queue
+    order."""
+    return (
+        ReviewTask.objects.filter(query=query, status__in=OPEN_TASK_STATUSES)
+        .select_related("item", "claimed_by")
+        .prefetch_related("sources")
+        .order_by("-priority", "pk")
+    )
+
+
+def evidence_of(query: Query) -> Any:
+    """The query's evidence condition, or ``None``."""
+    from .models import EvidenceCondition
+
+    return EvidenceCondition.objects.filter(query=query).select_related("updated_by").first()
+
+
+def judgment_changes(ids: list[int]) -> dict[int, Any]:
+    """History rows by id, with query and item (for describing an undo)."""
+    from .models import JudgmentChange
+
+    return {
+        c.pk: c for c in JudgmentChange.objects.filter(pk__in=ids).select_related("query", "item")
+    }
+
+
+def change_that_made(judgment: Judgment, by: Any) -> Any:
+    """The history row of ``by``'s change that produced this version of the judgment
+    (the newest, since a removal and re-creation starts the versions again)."""
+    from .models import JudgmentChange
+
+    return (
+        JudgmentChange.objects.filter(
+            query_id=judgment.query_id,
+            item_id=judgment.item_id,
+            version=judgment.version,
+            changed_by=by,
+        )
+        .order_by("-pk")
+        .first()
+    )
+
+
+def item_in(collection: Collection, external_id: str) -> Any:
+    """The collection's item by external id, or ``None``."""
+    from .models import Item
+
+    return Item.objects.filter(collection=collection, external_id=external_id).first()

@@ -1354,3 +1354,267 @@ def import_collection_data(
         ) from None
     report.collection_created = created
     return report
+
+
+# -- review UI ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UndoneChange:
+    """What ``undo_judgment_change`` did: the change it undid, the judgment as restored
+    (``None`` when the undo removed it), and the review task handed back to the reviewer
+    when the removal reopened one."""
+
+    change: JudgmentChange
+    judgment: Judgment | None
+    task: ReviewTask | None
+
+
+@transaction.atomic
+def undo_judgment_change(
+    *, change: JudgmentChange, reviewer: User, lease: timedelta = DEFAULT_LEASE
+) -> UndoneChange:
+    """Undo one of the reviewer's own judgment changes, when nothing has changed it since.
+
+    Only the pair's latest change can be undone, and only while the judgment is still at
+    the version that change made (a removal and re-creation resets versions, so both are
+    checked); otherwise :class:`JudgmentConflict` (or :class:`InvariantError` when the
+    judgment is gone) and nothing changes. A creation is undone with ``remove_judgment``,
+    an edit with ``record_judgment`` restoring the old grade and note: the same
+    compare-and-set and invariants, and a history row of its own. When the removal puts
+    the pair's review task back in the queue, it is claimed for this reviewer (with a
+    lease) so that they can judge it again at once.
+    """
+    if change.changed_by_id != reviewer.pk:
+        raise InvariantError("you can only undo your own changes")
+    if change.new_grade is None:
+        raise InvariantError(
+            f"that change already removed the judgment of item '{change.item.external_id}'; "
+            "judge the item again instead"
+        )
+    query = lock_query(change.query_id)
+    item = change.item
+    latest = (
+        JudgmentChange.objects.filter(query=query, item=item).order_by("-pk").values("pk").first()
+    )
+    current = Judgment.objects.filter(query=query, item=item).select_related("reviewer").first()
+    if latest is None or latest["pk"] != change.pk:
+        if current is None:
+            raise InvariantError(
+                f"the judgment of item '{item.external_id}' for query '{query.external_id}' "
+                "was removed since; there is nothing to undo"
+            )
+        raise JudgmentConflict(query.external_id, item.external_id, change.version, current)
+    if change.old_grade is None:
+        remove_judgment(
+            query=query,
+            item=item,
+            reviewer=reviewer,
+            expected_version=change.version,
+            source=ChangeSource.UI,
+        )
+        now = timezone.now()
+        task = ReviewTask.objects.filter(query=query, item=item, status=TaskStatus.PENDING).first()
+        if task is not None:
+            ReviewTask.objects.filter(pk=task.pk, status=TaskStatus.PENDING).update(
+                status=TaskStatus.CLAIMED,
+                claimed_by=reviewer,
+                lease_expires_at=now + lease,
+                updated_at=now,
+            )
+            task.refresh_from_db()
+        return UndoneChange(change=change, judgment=None, task=task)
+    judgment = record_judgment(
+        query=query,
+        item=item,
+        grade=change.old_grade,
+        note=change.old_note,
+        reviewer=reviewer,
+        expected_version=change.version,
+        source=ChangeSource.UI,
+    )
+    return UndoneChange(change=change, judgment=judgment, task=None)
+
+
+# -- api ------------------------------------------------------------------------------------
+
+
+def record_judgment_once(
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    reviewer: User | None,
+    client_key: str | None,
+    note: str = "",
+    source: str = ChangeSource.API,
+) -> tuple[Judgment, bool]:
+    """Create the judgment of (query, item), at most once per client key; return
+    (judgment, created).
+
+    A retried create that carries the key of a stored judgment of the same pair returns
+    that judgment as it is now (``created`` False) instead of a conflict or a duplicate;
+    a key stored for any other judgment is refused. Without a key it is
+    ``record_judgment(expected_version=None)``. The query lock serialises retries of one
+    pair, so two concurrent sends of one key create one judgment.
+    """
+    with transaction.atomic():
+        query = lock_query(query.pk)
+        if client_key is not None:
+            stored = Judgment.objects.filter(client_key=client_key).first()
+            if stored is not None:
+                if (stored.query_id, stored.item_id) != (query.pk, item.pk):
+                    # Say nothing about the other judgment: it may be in a collection
+                    # that this client cannot see.
+                    raise InvariantError(
+                        f"the client key '{client_key}' was already used for another "
+                        "judgment; send a new key (e.g. a UUID) with each new judgment"
+                    )
+                return stored, False
+        judgment = record_judgment(
+            query=query,
+            item=item,
+            grade=grade,
+            reviewer=reviewer,
+            expected_version=None,
+            note=note,
+            source=source,
+        )
+        if client_key is not None:
+            try:
+                with transaction.atomic():
+                    Judgment.objects.filter(pk=judgment.pk).update(client_key=client_key)
+            except IntegrityError:
+                raise InvariantError(
+                    f"the client key '{client_key}' was used for another judgment at the "
+                    "same moment; send a new key with each new judgment"
+                ) from None
+            judgment.client_key = client_key
+        return judgment, True
+
+
+def judge_task(
+    *,
+    task: ReviewTask,
+    reviewer: User,
+    grade: int,
+    note: str = "",
+    client_key: str | None = None,
+    source: str = ChangeSource.API,
+) -> tuple[Judgment, bool]:
+    """Record the judgment of a review task's pair; return (judgment, created).
+
+    Refused while another reviewer holds the task's live lease. Recording completes the
+    task (``record_judgment``); a pair judged meanwhile raises :class:`JudgmentConflict`,
+    unless ``client_key`` names that very judgment (a retry), which is returned as it is.
+    """
+    with transaction.atomic():
+        lock_query(task.query_id)  # the lock order of every label change: query, then task
+        task = (
+            ReviewTask.objects.select_for_update(of=("self",))
+            .select_related("claimed_by", "query", "item")
+            .get(pk=task.pk)
+        )
+        if (
+            task.status == TaskStatus.CLAIMED
+            and task.claimed_by_id != reviewer.pk
+            and task.lease_expires_at is not None
+            and task.lease_expires_at > timezone.now()
+        ):
+            holder = task.claimed_by.get_username() if task.claimed_by else "another reviewer"
+            raise InvariantError(
+                f"this task is claimed by {holder} until {task.lease_expires_at:%H:%M:%S} UTC; "
+                "claim another one, or wait for the lease to expire"
+            )
+        return record_judgment_once(
+            query=task.query,
+            item=task.item,
+            grade=grade,
+            reviewer=reviewer,
+            client_key=client_key,
+            note=note,
+            source=source,
+        )
+
+
+COLLECTION_SETTINGS = ("name", "description", "guidelines", "pool_depth")
+
+
+@transaction.atomic
+def update_collection_settings(*, collection: Collection, **changes: Any) -> Collection:
+    """Change a collection's descriptive settings: name, description, guidelines, pool depth.
+
+    The scale, relevant grade and unit are not settings: they fix what every stored
+    judgment and snapshot means, so they are set once, when the collection is created.
+    """
+    unknown = sorted(set(changes) - set(COLLECTION_SETTINGS))
+    if unknown:
+        raise InvariantError(
+            f"{', '.join(unknown)} cannot be changed; the settings are "
+            f"{', '.join(COLLECTION_SETTINGS)} (scale, relevant grade and unit are fixed)"
+        )
+    if "name" in changes and not str(changes["name"]).strip():
+        raise InvariantError("name must not be empty")
+    depth = changes.get("pool_depth", collection.pool_depth)
+    if type(depth) is not int or depth < 1:
+        raise InvariantError(f"pool depth {depth!r} must be a positive integer")
+    collection = lock_collection(collection.pk)
+    if changes:
+        for name, value in changes.items():
+            setattr(collection, name, value)
+        collection.save(update_fields=list(changes))
+    return collection
+
+
+@transaction.atomic
+def set_member_role(*, collection: Collection, user: Any, role: str | None) -> Membership | None:
+    """``set_membership``, keeping at least one admin member in a collection that has one.
+
+    Demoting or removing the last admin is refused: nobody but a superuser could manage
+    the members afterwards.
+    """
+    collection = lock_collection(collection.pk)  # one member change at a time
+    current = Membership.objects.filter(collection=collection, user=user).first()
+    if (
+        current is not None
+        and current.role == Role.ADMIN
+        and role != Role.ADMIN
+        and not Membership.objects.filter(collection=collection, role=Role.ADMIN)
+        .exclude(pk=current.pk)
+        .exists()
+    ):
+        raise InvariantError(
+            f"{user.get_username()} is the last admin of '{collection.slug}'; make another "
+            "member admin first"
+        )
+    return set_membership(collection=collection, user=user, role=role)
+
+
+def create_api_token(*, user: Any, rotate: bool = False) -> Any:
+    """Give ``user`` an API token (``rest_framework.authtoken``: one per user); return it.
+
+    A user who has one already is refused unless ``rotate``, which revokes the old key in
+    the same transaction, so scripts never hold two valid keys by accident.
+    """
+    from rest_framework.authtoken.models import Token
+
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        existing = Token.objects.filter(user=user).first()
+        if existing is not None:
+            if not rotate:
+                raise InvariantError(
+                    f"{user.get_username()} has an API token already (created "
+                    f"{existing.created:%Y-%m-%d %H:%M} UTC); revoke it first, or rotate it"
+                )
+            existing.delete()
+        return Token.objects.create(user=user)
+
+
+def revoke_api_token(*, user: Any) -> bool:
+    """Delete ``user``'s API token; scripts using it get 401 from now on. Returns whether
+    there was one."""
+    from rest_framework.authtoken.models import Token
+
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return bool(deleted)

@@ -6,4 +6,11 @@ app_name = "judgments"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("c/<slug:slug>/", views.collection_detail, name="collection"),
+    path("c/<slug:slug>/review/", views.review, name="review"),
+    path("c/<slug:slug>/review/judge/", views.review_judge, name="review-judge"),
+    path("c/<slug:slug>/review/skip/", views.review_skip, name="review-skip"),
+    path("c/<slug:slug>/review/undo/", views.review_undo, name="review-undo"),
+    # Query ids are opaque and may hold "/": the path converter takes them whole.
+    path("c/<slug:slug>/q/<path:external_id>/", views.query_detail, name="query"),
 ]

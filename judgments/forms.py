@@ -1,0 +1,73 @@
+"""Forms of the reviewer's pages: they parse and type the input, the services judge it.
+
+Grades are only checked to be integers here; whether a grade is on the collection's
+scale, and whether a status fits the judgments, is the services' call, so the browser
+and the API refuse the same things with the same messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from .models import QueryStatus
+
+NOTE_MAX_LENGTH = 2000
+
+
+class QueueJudgeForm(forms.Form):
+    """A grade for the review task on screen; ``expected_version`` only when the reviewer
+    chose "apply mine anyway" over a judgment someone else recorded first."""
+
+    task = forms.IntegerField(min_value=1)
+    grade = forms.IntegerField(min_value=0)
+    note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
+    expected_version = forms.IntegerField(required=False, min_value=1)
+
+
+class QueueTaskForm(forms.Form):
+    task = forms.IntegerField(min_value=1)
+
+
+class GradeForm(forms.Form):
+    """A grade for one item of the query page. ``expected_version`` is the version the
+    page showed (empty for an unjudged item): the edit is refused if it is stale."""
+
+    item = forms.CharField(max_length=200, strip=False)
+    grade = forms.IntegerField(min_value=0)
+    note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
+    expected_version = forms.IntegerField(required=False, min_value=1)
+
+
+class StatusForm(forms.Form):
+    status = forms.ChoiceField(choices=QueryStatus.choices)
+
+
+_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def parse_evidence(text: str) -> list[list[str]] | None:
+    """One AND-group per line, item ids separated by spaces or commas; blank lines are
+    skipped. No group at all means "no evidence condition" (``None``)."""
+    groups = [[i for i in _SEPARATORS.split(line.strip()) if i] for line in text.splitlines()]
+    groups = [g for g in groups if g]
+    return groups or None
+
+
+def format_evidence(groups: list[list[str]] | None) -> str:
+    """The inverse of ``parse_evidence``: one group per line, ids separated by spaces."""
+    return "\n".join(" ".join(g) for g in groups or ())
+
+
+class EvidenceForm(forms.Form):
+    groups = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text="One group per line; item ids separated by spaces or commas. "
+        "Leave empty to remove the condition.",
+    )
+
+    def clean_groups(self) -> Any:
+        return parse_evidence(self.cleaned_data.get("groups") or "")

@@ -1,0 +1,31 @@
+// Small enhancements shared by the pages; every page works without them.
+(function () {
+  "use strict";
+  // After a refused change or a conflict, put the keyboard where the explanation is,
+  // so that a keyboard or screen-reader user lands on it instead of the page top.
+  const target =
+    document.querySelector("[data-autofocus]") ||
+    document.querySelector(".conflict [tabindex='-1'], .msg.error[role='alert']");
+  if (target) {
+    if (!target.hasAttribute("tabindex") && !/^(A|BUTTON|INPUT|SELECT|TEXTAREA)$/.test(target.tagName)) {
+      target.setAttribute("tabindex", "-1");
+    }
+    target.focus();
+  }
+
+  // One submission per form and page load: a double click must not send an edit twice
+  // (the second would be refused as stale and look like a conflict).
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (form.dataset.submitted) {
+      event.preventDefault();
+      return;
+    }
+    form.dataset.submitted = "true";
+  });
+  // Coming back with the Back button restores the page as it was: allow submitting again.
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    for (const form of document.querySelectorAll("form[data-submitted]")) delete form.dataset.submitted;
+  });
+})();
