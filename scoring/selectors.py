@@ -83,3 +83,104 @@ def evaluation_report(evaluation: Evaluation, *, per_query: bool = True) -> dict
             )
         }
     return report
+
+
+# -- reports, diagnosis, comparison (issue 7) ----------------------------------------------
+# Appended as a section with its own imports, so that the header above stays untouched.
+
+from collections.abc import Iterable  # noqa: E402
+
+from django.db.models import Count, QuerySet  # noqa: E402
+
+from judgments.models import Query, Snapshot  # noqa: E402
+
+from . import engine  # noqa: E402
+from .models import RankedList, UnitMapping  # noqa: E402
+
+
+def evaluations_of(collection: Collection) -> QuerySet[Evaluation]:
+    """The collection's evaluations, newest first, with what a list of them shows
+    (``n_stages``: how many stages the evaluated run has)."""
+    return (
+        Evaluation.objects.filter(collection=collection)
+        .select_related("run", "stage", "snapshot", "mapping")
+        .annotate(n_stages=Count("run__stages", distinct=True))
+        .order_by("-created_at", "-pk")  # Meta.ordering does not apply to a GROUP BY query
+    )
+
+
+def evaluation_in(collection: Collection, pk: int) -> Evaluation:
+    """The evaluation with its joins, or ``Evaluation.DoesNotExist`` if the collection
+    has none with that id (the views turn that into a 404)."""
+    return evaluations_of(collection).select_related("run__collection").get(pk=pk)
+
+
+def query_info_for(collection: Collection, qids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Text and tags of the collection's queries named in ``qids`` (ids it lacks are left
+    out). Tags are the live ones: a snapshot freezes labels and statuses, not tags."""
+    wanted = set(qids)
+    out: dict[str, dict[str, Any]] = {}
+    rows = Query.objects.filter(collection=collection).values_list("external_id", "text", "tags")
+    for qid, text, tags in rows.iterator(chunk_size=5000):
+        if qid in wanted:
+            out[qid] = {"text": text, "tags": list(tags or [])}
+    return out
+
+
+def stage_lists_of(
+    stage: RunStage, qids: Iterable[str] | None = None
+) -> dict[str, tuple[list[str], bool]]:
+    """``{query id: (ranked items, abstained)}`` as the stage stored them; only the
+    queries in ``qids`` when given."""
+    lists = RankedList.objects.filter(stage=stage)
+    if qids is None:
+        chunks: list[QuerySet[RankedList]] = [lists]
+    else:
+        wanted = list(qids)  # in slices: a database caps the parameters of one query
+        chunks = [
+            lists.filter(query_id__in=wanted[i : i + 500]) for i in range(0, len(wanted), 500)
+        ]
+    return {
+        qid: (items, abstained)
+        for chunk in chunks
+        for qid, items, abstained in chunk.values_list("query_id", "items", "abstained").iterator(
+            chunk_size=2000
+        )
+    }
+
+
+def stage_marks_abstentions(stage: RunStage) -> bool:
+    """Whether the run marked any query of this stage as an abstention."""
+    return RankedList.objects.filter(stage=stage, abstained=True).exists()
+
+
+def stages_in_order(run: Run) -> list[RunStage]:
+    """The run's stages in pipeline order (``position``)."""
+    return list(run.stages.order_by("position"))
+
+
+def mapping_pairs_of(mapping: UnitMapping | None) -> dict[str, str] | None:
+    if mapping is None:
+        return None
+    return dict(mapping.entries.values_list("fine_id", "coarse_id"))
+
+
+def stored_evaluation(
+    *,
+    stage: RunStage,
+    snapshot: Snapshot,
+    mapping: UnitMapping | None,
+    canonical_params: dict[str, Any],
+) -> Evaluation | None:
+    """The evaluation already stored for these inputs under the current engine, if any.
+
+    The same inputs always give the same numbers, so a stored one stands for a fresh one;
+    this lets a reader who may not score see what an evaluator scored before.
+    """
+    for evaluation in Evaluation.objects.filter(
+        stage=stage, snapshot=snapshot, mapping=mapping, engine_version=engine.__version__
+    ).order_by("pk"):
+        params = evaluation.params
+        if all(params.get(key) == value for key, value in canonical_params.items()):
+            return evaluation
+    return None

@@ -2,7 +2,7 @@
 
     manage.py score SLUG RUN [--snapshot N] [--stage S] [--k 5,10] [--measures ...]
                     [--rel-level N] [--unjudged nonrel|judged-only|bounds]
-                    [--mapping N] [--json]
+                    [--mapping N] [--json | --csv]
 
 Without ``--snapshot`` it uses the latest snapshot and says so. There is no way to score
 against live labels: freeze a snapshot first.
@@ -21,6 +21,7 @@ from judgments.services import VerityError
 from scoring import engine
 from scoring.engine.cli import parse_ks
 from scoring.models import Run, RunStage, UnitMapping
+from scoring.reports import build_report, report_csv
 from scoring.selectors import evaluation_report, run_by_name, stage_of
 from scoring.services import score_run_stage
 
@@ -53,6 +54,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--mapping", type=int, metavar="N", help="unit mapping version")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument(
+            "--csv",
+            action="store_true",
+            help="print the report as CSV rows: section, query, measure, statistic, value",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -66,8 +72,15 @@ class Command(BaseCommand):
                     collection=collection, number=options["mapping"]
                 ).first()
                 if mapping is None:
+                    have = ", ".join(
+                        f"v{n}"
+                        for n in collection.unit_mappings.order_by("number").values_list(
+                            "number", flat=True
+                        )
+                    )
                     raise CommandError(
-                        f"'{collection.slug}' has no unit mapping v{options['mapping']}"
+                        f"'{collection.slug}' has no unit mapping v{options['mapping']}; "
+                        + (f"it has {have}" if have else "import one with manage.py import_mapping")
                     )
             params = engine.EvalParams(
                 ks=options["k"],
@@ -91,10 +104,15 @@ class Command(BaseCommand):
             VerityError,
         ) as exc:
             raise CommandError(str(exc)) from None
-        report = evaluation_report(evaluation)
-        if options["json"]:
-            self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
+        if options["json"] or options["csv"]:
+            # The same report the browser and the API show (scoring/reports.py).
+            full = build_report(evaluation)
+            if options["csv"]:
+                self.stdout.write(report_csv(full), ending="")
+            else:
+                self.stdout.write(json.dumps(full, indent=2, ensure_ascii=False))
             return
+        report = evaluation_report(evaluation)
         self._print(report, latest_default=options["snapshot"] is None, created=created)
 
     def _print(self, r: dict[str, Any], *, latest_default: bool, created: bool) -> None:

@@ -1,0 +1,229 @@
+"""The report, stage diagnosis and comparison endpoints: the browser pages' data as JSON,
+or CSV with ``?format=csv``.
+
+Readable by every member of the collection (the reviewer role); a collection you are not
+a member of answers 404. The dicts come from ``scoring/reports.py``, which the pages
+render too. ``urlpatterns`` is mounted under ``/api/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from django.urls import path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from judgments.api.errors import ApiError, ErrorSerializer
+from judgments.api.permissions import CollectionScoped
+from judgments.models import Snapshot
+
+from .. import comparison, reports
+from ..models import Evaluation, Run
+from ..selectors import evaluation_in, run_by_name
+
+FORMAT = OpenApiParameter(
+    "format",
+    OpenApiTypes.STR,
+    enum=["json", "csv"],
+    description="json (default) or csv: the same content as long-format rows.",
+)
+JSON_OR_CSV = {
+    (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description="The data."),
+    (200, "text/csv"): OpenApiResponse(
+        OpenApiTypes.STR, description="With format=csv: the same content as CSV rows."
+    ),
+}
+BAD_REQUEST = OpenApiResponse(
+    ErrorSerializer, description="A parameter cannot be used; `errors` names it."
+)
+#: Largest value a numeric parameter takes: ids are 64-bit in the database, and a cutoff
+#: beyond this describes no ranking anyone uploads.
+MAX_ID = 2**63 - 1
+MAX_K = 1_000_000
+
+
+def _format(request: Request) -> str:
+    fmt = request.query_params.get("format", "json") or "json"
+    if fmt not in ("json", "csv"):
+        raise ApiError(
+            400,
+            f"format={fmt!r} is not offered; use format=json or format=csv",
+            errors=[{"field": "format", "message": "expected json or csv"}],
+        )
+    return fmt
+
+
+def _int(
+    request: Request,
+    name: str,
+    *,
+    minimum: int = 1,
+    maximum: int = MAX_ID,
+    required: bool = False,
+) -> int | None:
+    raw = (request.query_params.get(name) or "").strip()
+    if not raw:
+        if required:
+            raise ApiError(
+                400,
+                f"{name} is required",
+                errors=[{"field": name, "message": "give an evaluation id"}],
+            )
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not minimum <= value <= maximum:
+        raise ApiError(
+            400,
+            f"{name}={raw!r} must be a whole number from {minimum} to {maximum}",
+            errors=[{"field": name, "message": f"a whole number from {minimum} to {maximum}"}],
+        )
+    return value
+
+
+def _csv(text: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
+    return response
+
+
+class EvaluationReportApi(CollectionScoped, APIView):
+    """One evaluation's full report (``scoring.reports.build_report``)."""
+
+    @extend_schema(
+        operation_id="evaluation_report",
+        parameters=[FORMAT],
+        responses={**JSON_OR_CSV, 400: BAD_REQUEST},
+        summary="An evaluation's report: header, aggregates, accounting, per query",
+    )
+    def get(self, request: Request, slug: str, pk: int) -> Any:
+        fmt = _format(request)
+        try:
+            evaluation = evaluation_in(self.collection, pk)
+        except Evaluation.DoesNotExist:
+            raise ApiError(404, f"collection '{slug}' has no evaluation {pk}") from None
+        report = reports.build_report(evaluation)
+        if fmt == "csv":
+            return _csv(reports.report_csv(report), f"{slug}-evaluation-{pk}")
+        return Response(report)
+
+
+class RunDiagnosisApi(CollectionScoped, APIView):
+    """Every stage of a run scored with identical parameters, and where each relevant
+    item was lost. An evaluator's request scores stages not scored yet (stored, as with
+    ``score``); a reviewer's uses what is stored and reports the rest as not scored."""
+
+    @extend_schema(
+        operation_id="run_diagnosis",
+        parameters=[
+            FORMAT,
+            OpenApiParameter("snapshot", int, description="snapshot number (default: latest)"),
+            OpenApiParameter("k", int, description="cutoff (default: the last stage's depth)"),
+            OpenApiParameter("rel", int, description="threshold (default: the snapshot's)"),
+            OpenApiParameter(
+                "unjudged", str, enum=["nonrel", "judged-only", "bounds"], description="policy"
+            ),
+            OpenApiParameter("mapping", int, description="unit mapping version"),
+        ],
+        responses={**JSON_OR_CSV, 400: BAD_REQUEST},
+        summary="Stage diagnosis of a multi-stage run",
+    )
+    def get(self, request: Request, slug: str, name: str) -> Any:
+        fmt = _format(request)
+        try:
+            run = run_by_name(self.collection, name)
+        except Run.DoesNotExist as exc:
+            raise ApiError(404, str(exc)) from None
+        try:
+            params = reports.diagnosis_params(
+                run=run,
+                snapshot=_int(request, "snapshot"),
+                k=_int(request, "k", maximum=MAX_K),
+                rel_level=_int(request, "rel"),
+                unjudged=request.query_params.get("unjudged") or "nonrel",
+                mapping=_int(request, "mapping"),
+            )
+        except (reports.DiagnosisError, Snapshot.DoesNotExist) as exc:
+            raise ApiError(400, str(exc)) from None
+        diagnosis = reports.diagnosis_for(
+            **params, may_score=reports.may_score(request.user, self.collection), by=request.user
+        )
+        if fmt == "csv":
+            return _csv(reports.diagnosis_csv(diagnosis), f"{slug}-{name}-diagnosis")
+        return Response(diagnosis)
+
+
+class EvaluationCompareApi(CollectionScoped, APIView):
+    """Paired comparison of evaluations a and b (a - b per query); refused, with every
+    reason, unless both measure the same thing."""
+
+    @extend_schema(
+        operation_id="evaluation_compare",
+        parameters=[
+            FORMAT,
+            OpenApiParameter("a", int, required=True, description="evaluation id"),
+            OpenApiParameter("b", int, required=True, description="evaluation id"),
+            OpenApiParameter(
+                "seed", int, description=f"random seed (default {comparison.DEFAULT_SEED})"
+            ),
+        ],
+        responses={
+            **JSON_OR_CSV,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="Not comparable: `errors` lists every reason (field null).",
+            ),
+        },
+        summary="Paired comparison of two evaluations",
+    )
+    def get(self, request: Request, slug: str) -> Any:
+        fmt = _format(request)
+        a_id = _int(request, "a", required=True)
+        b_id = _int(request, "b", required=True)
+        seed = _int(request, "seed", minimum=0)
+        try:
+            a = evaluation_in(self.collection, a_id)
+            b = evaluation_in(self.collection, b_id)
+        except Evaluation.DoesNotExist:
+            raise ApiError(404, f"collection '{slug}' has no evaluation {a_id} or {b_id}") from None
+        try:
+            result = reports.compare_evaluations(
+                a, b, seed=comparison.DEFAULT_SEED if seed is None else seed
+            )
+        except reports.ComparisonRefused as exc:
+            raise ApiError(
+                400,
+                f"evaluations {a.pk} and {b.pk} cannot be compared: {exc}",
+                errors=[{"field": None, "message": r} for r in exc.reasons],
+                extra={"refused": True, "reasons": exc.reasons},
+            ) from None
+        if fmt == "csv":
+            return _csv(reports.comparison_csv(result), f"{slug}-compare-{a.pk}-{b.pk}")
+        return Response(result)
+
+
+# Mounted under /api/ by config/urls.py: path("api/", include("scoring.api.reports")).
+urlpatterns = [
+    path(
+        "collections/<slug:slug>/evaluations/<int:pk>/report/",
+        EvaluationReportApi.as_view(),
+        name="evaluation-report",
+    ),
+    path(
+        "collections/<slug:slug>/runs/<slug:name>/diagnosis/",
+        RunDiagnosisApi.as_view(),
+        name="run-diagnosis",
+    ),
+    path(
+        "collections/<slug:slug>/compare/",
+        EvaluationCompareApi.as_view(),
+        name="evaluation-compare",
+    ),
+]
