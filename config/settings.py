@@ -1,10 +1,12 @@
 """Verity settings: one file, driven by the environment.
 
 With nothing set, Verity runs in development mode on a SQLite file under ``var/``.
-Production sets ``DEBUG=0``, ``SECRET_KEY``, ``ALLOWED_HOSTS`` and ``DATABASE_URL``.
+Production sets ``DEBUG=0``, ``SECRET_KEY``, ``ALLOWED_HOSTS`` and ``DATABASE_URL``;
+docs/DEPLOY.md lists every variable read here.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -22,6 +24,10 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def env_list(name: str, default: str = "") -> list[str]:
+    return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
+
+
 DEBUG = env_bool("DEBUG", True)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
@@ -30,11 +36,10 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
-ALLOWED_HOSTS = [
-    h.strip()
-    for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "").split(",")
-    if h.strip()
-]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+# Origins allowed to send session-authenticated writes when they differ from the Host
+# (e.g. "https://verity.example.org"); scheme included, comma-separated.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -44,18 +49,33 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc as local static files: no CDN
+    "axes",
     "judgments",
     "scoring",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its lockout response.
+    "axes.middleware.AxesMiddleware",
+]
+
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username+IP before any password is checked (django-axes;
+    # it steps aside for authenticate() calls that come without a request).
+    "judgments.api.auth.LoginLockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -83,7 +103,9 @@ ASGI_APPLICATION = "config.asgi.application"
 _sqlite_default = f"sqlite:///{VAR_DIR / 'verity.sqlite3'}"
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", _sqlite_default), conn_max_age=60
+        os.environ.get("DATABASE_URL", _sqlite_default),
+        conn_max_age=60,
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -109,33 +131,126 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
+if DEBUG:
+    # WhiteNoise serves from STATIC_ROOT and warns when it is missing; in development the
+    # files come from the app folders (finders) and the folder stays empty.
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+    WHITENOISE_USE_FINDERS = True
+    WHITENOISE_AUTOREFRESH = True
 MEDIA_ROOT = VAR_DIR / "media"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Production: hashed, compressed files from `collectstatic`, served by WhiteNoise with
+    # far-future cache headers. Development serves the source files as they are.
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# Uploads (runs, unit mappings) are streamed to a temporary file on disk in chunks and
+# never held in memory; a request body larger than this is refused with 413 before it
+# is read. Default 2 GiB.
+VERITY_MAX_UPLOAD_BYTES = int(os.environ.get("VERITY_MAX_UPLOAD_BYTES", str(2 * 1024**3)))
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
+FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 REST_FRAMEWORK = {
+    # Token first: an anonymous request is answered 401 with "WWW-Authenticate: Token"
+    # (DRF takes that header from the first class); the browser's session comes second,
+    # and DRF enforces CSRF on every session-authenticated write.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "judgments.api.auth.TokenOrBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "judgments.api.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "judgments.api.schema.VerityAutoSchema",
+    "EXCEPTION_HANDLER": "judgments.api.errors.exception_handler",
+    # `?format=` names an export format (qrels: trec or jsonl), not a renderer.
+    "URL_FORMAT_OVERRIDE": None,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Verity API",
+    "DESCRIPTION": (
+        "Relevance judgments, snapshots, runs and evaluations. Authenticate with "
+        "`Authorization: Token <key>` (or `Bearer <key>`); create a key on /accounts/tokens/ "
+        "or with `manage.py api_token create USERNAME`. Anonymous requests get 401; a "
+        "collection you are not a member of answers 404; a role too weak for the operation "
+        'answers 403. Errors are JSON: `{"detail": ..., "errors": [{"field", '
+        '"message"}]}`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "QueryStatusEnum": "judgments.models.QueryStatus",
+        "TaskStatusEnum": "judgments.models.TaskStatus",
+        "RoleEnum": "judgments.models.Role",
+        "LabelingUnitEnum": "judgments.models.LabelingUnit",
+        "EvaluationStatusEnum": ["ok", "undefined"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+    ],
+}
+
+# Login brute-force protection: 5 failed logins for one username from one IP lock that
+# pair out for 15 minutes (django-axes answers 429; a try while locked restarts the 15
+# minutes). AXES_ENABLED=0 turns it off. Tests may keep it on: authenticate() without a
+# request (Client.login) is not locked out (judgments/api/auth.py).
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("AXES_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The client address: REMOTE_ADDR, or behind N trusted proxies the Nth address from the
+# right of X-Forwarded-For (VERITY_TRUSTED_PROXIES=1 behind one reverse proxy).
+AXES_CLIENT_IP_CALLABLE = "judgments.api.auth.client_ip"
+VERITY_TRUSTED_PROXIES = int(os.environ.get("VERITY_TRUSTED_PROXIES", "0"))
+
+# Security headers, on in every mode (Django's defaults, stated so that nobody wonders).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
 if not DEBUG:
+    # TLS is terminated by the reverse proxy, which must set X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # SECURE_SSL_REDIRECT=0 when the proxy redirects to https itself; `check --deploy`
+    # then says so (security.W008), which is the reminder that it must.
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # A load balancer probes /healthz over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes logs every start and failed login at INFO; lock-outs are WARNING.
+    "loggers": {"axes": {"level": os.environ.get("AXES_LOG_LEVEL", "WARNING")}},
 }

@@ -1,0 +1,80 @@
+"""Who may do what, per collection.
+
+A request is first authenticated (anonymous: 401). Under ``/api/collections/<slug>/``
+the collection must be one the user may see (``collections_for``: a member, or any for a
+superuser), else 404, as if it did not exist. Then the user's role there must reach the
+one the view declares for the operation, else 403 naming both:
+
+- reviewer: read everything, label (judgments, query statuses), claim and skip tasks;
+- evaluator: also upload runs and unit mappings, freeze snapshots, score, export qrels;
+- admin: also manage members and the collection's settings.
+
+Every queryset of a collection-scoped view is filtered by that collection, so another
+collection's objects answer 404 and never appear in a list.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from rest_framework import exceptions
+from rest_framework.permissions import BasePermission, IsAuthenticated
+
+from judgments.models import ROLE_RANK, Collection, Role
+from judgments.selectors import collections_for, role_of
+
+
+class HasCollectionRole(BasePermission):
+    """The view's ``required_role()`` for this request, in the view's collection."""
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False  # DRF answers 401: the token scheme is the first authenticator
+        collection = view.collection  # 404 when the user may not see it
+        needed = Role(view.required_role())
+        held = view.role
+        if held is None or ROLE_RANK[Role(held)] < ROLE_RANK[needed]:
+            raise exceptions.PermissionDenied(
+                f"This needs the {needed} role in collection '{collection.slug}'; you are "
+                f"{held}. Ask an admin of the collection to change your role."
+            )
+        return True
+
+
+class CollectionScoped:
+    """Mixin for views under ``collections/<slug>/``: the collection, the caller's role,
+    and the role each action needs (``required_roles``: action or method → role;
+    reviewer when unlisted)."""
+
+    permission_classes = [IsAuthenticated, HasCollectionRole]
+    required_roles: dict[str, str] = {}
+
+    kwargs: dict[str, Any]
+    request: Any
+
+    def required_role(self) -> str:
+        action = getattr(self, "action", None)
+        for key in (action, self.request.method):
+            if key in self.required_roles:
+                return self.required_roles[key]
+        return Role.REVIEWER
+
+    @cached_property
+    def collection(self) -> Collection:
+        slug = self.kwargs.get("slug")
+        found = collections_for(self.request.user).filter(slug=slug).first()
+        if found is None:
+            raise exceptions.NotFound(
+                f"No collection '{slug}' among yours; GET /api/collections/ lists the "
+                "collections you are a member of."
+            )
+        return found
+
+    @cached_property
+    def role(self) -> str | None:
+        return role_of(self.request.user, self.collection)
+
+    def schema_only(self) -> bool:
+        """True while drf-spectacular inspects the view with no real request."""
+        return bool(getattr(self, "swagger_fake_view", False))

@@ -1,0 +1,1 @@
+"""The REST API of runs, unit mappings and evaluations (see ``judgments/api/``)."""
