@@ -265,6 +265,9 @@ class ImmutableQuerySet(models.QuerySet):
 class ImmutableModel(models.Model):
     """Rows inserted once, inside the service that owns them, and never updated or deleted.
 
+    Their user references are ``PROTECT``: a user who wrote history or froze a version is
+    deactivated, never deleted (``SET_NULL`` would rewrite frozen rows).
+
     The ORM refuses here; on PostgreSQL, triggers (see the ``immutable_rows`` migration)
     refuse UPDATE and DELETE from raw SQL as well.
     """
@@ -306,7 +309,7 @@ class JudgmentChange(AppendOnlyModel):
     new_note = models.TextField(blank=True)
     version = models.PositiveIntegerField()
     changed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     changed_at = models.DateTimeField(auto_now_add=True)
     source = models.CharField(max_length=16, choices=ChangeSource.choices)
@@ -326,7 +329,7 @@ class QueryStatusChange(AppendOnlyModel):
     old_status = models.CharField(max_length=16, choices=QueryStatus.choices)
     new_status = models.CharField(max_length=16, choices=QueryStatus.choices)
     changed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     changed_at = models.DateTimeField(auto_now_add=True)
     source = models.CharField(max_length=16, choices=ChangeSource.choices)
@@ -442,7 +445,12 @@ class TaskSkip(models.Model):
 
 
 class FrozenModel(ImmutableModel):
-    """Rows of a snapshot, run or evaluation: a frozen version never changes."""
+    """Rows of a snapshot, run or evaluation: a frozen version never changes.
+
+    A snapshot's rows reference queries and items without database-level foreign keys
+    and with one index (the unique one): freezing copies a million rows, and per-row FK
+    checks and extra indexes tripled its time. The ORM still PROTECTs the referenced rows.
+    """
 
     immutable_reason = "frozen: a snapshot, run or evaluation never changes"
 
@@ -468,7 +476,7 @@ class Snapshot(FrozenModel):
     n_judgments = models.PositiveIntegerField()
     n_unjudged = models.PositiveIntegerField()
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -491,8 +499,16 @@ class Snapshot(FrozenModel):
 class SnapshotQuery(FrozenModel):
     """A query's review status and evidence condition as frozen in a snapshot."""
 
-    snapshot = models.ForeignKey(Snapshot, on_delete=models.PROTECT, related_name="queries")
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    snapshot = models.ForeignKey(
+        Snapshot,
+        on_delete=models.PROTECT,
+        related_name="queries",
+        db_constraint=False,
+        db_index=False,
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
     status = models.CharField(max_length=16, choices=QueryStatus.choices)
     evidence = models.JSONField(null=True, blank=True)
 
@@ -508,9 +524,19 @@ class SnapshotQuery(FrozenModel):
 class SnapshotJudgment(FrozenModel):
     """A judgment's grade as frozen in a snapshot."""
 
-    snapshot = models.ForeignKey(Snapshot, on_delete=models.PROTECT, related_name="judgments")
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
-    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    snapshot = models.ForeignKey(
+        Snapshot,
+        on_delete=models.PROTECT,
+        related_name="judgments",
+        db_constraint=False,
+        db_index=False,
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    item = models.ForeignKey(
+        Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
     grade = models.SmallIntegerField()
 
     class Meta:
@@ -527,9 +553,19 @@ class SnapshotJudgment(FrozenModel):
 class SnapshotUnjudged(FrozenModel):
     """An open review task (unjudged marker) as frozen in a snapshot."""
 
-    snapshot = models.ForeignKey(Snapshot, on_delete=models.PROTECT, related_name="unjudged")
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
-    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    snapshot = models.ForeignKey(
+        Snapshot,
+        on_delete=models.PROTECT,
+        related_name="unjudged",
+        db_constraint=False,
+        db_index=False,
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    item = models.ForeignKey(
+        Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
 
     class Meta:
         constraints = [

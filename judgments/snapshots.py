@@ -31,6 +31,12 @@ def _line(value: list[Any]) -> bytes:
     return (json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
+# The same bytes json.dumps(..., ensure_ascii=False) gives for a string, from its C
+# encoder: the per-line f-strings below are ~5x faster than json.dumps on a list, which
+# matters at a million judgments. Tests pin the bytes against hand-written lines.
+_str = json.encoder.encode_basestring
+
+
 def canonical_lines(
     *,
     slug: str,
@@ -48,9 +54,9 @@ def canonical_lines(
     for qid, status, evidence in sorted(queries, key=lambda r: r[0]):
         yield _line(["query", qid, status, evidence])
     for qid, item, grade in sorted(judgments, key=lambda r: (r[0], r[1])):
-        yield _line(["judgment", qid, item, grade])
+        yield f'["judgment",{_str(qid)},{_str(item)},{int(grade)}]\n'.encode()
     for qid, item in sorted(unjudged):
-        yield _line(["unjudged", qid, item])
+        yield f'["unjudged",{_str(qid)},{_str(item)}]\n'.encode()
 
 
 def content_hash(lines: Iterable[bytes]) -> str:

@@ -37,7 +37,7 @@ class Run(FrozenModel):
     dedup_policy = models.CharField(max_length=8, choices=DedupPolicy.choices)
     duplicates_dropped = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -102,7 +102,7 @@ class UnitMapping(FrozenModel):
     note = models.TextField(blank=True)
     n_entries = models.PositiveIntegerField()
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -151,7 +151,7 @@ class Evaluation(FrozenModel):
     counts = models.JSONField()
     aggregates = models.JSONField()
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

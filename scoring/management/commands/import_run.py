@@ -6,19 +6,33 @@ manage.py import_run SLUG FILE --name NAME [--description TEXT]
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from judgments.formats import MAX_LISTED
 from judgments.models import Collection
 from judgments.selectors import collection_by_slug
 from judgments.services import VerityError
 from scoring.services import RunImportError, import_run
+
+
+class _Unterminated:
+    """``self.stderr`` for the progress bar: the command's own stream (so ``call_command``
+    can capture it), without the newline OutputWrapper adds to every write, which would
+    break the bar's one-line redraw."""
+
+    def __init__(self, wrapper: OutputWrapper) -> None:
+        self.wrapper = wrapper
+
+    def write(self, text: str) -> None:
+        self.wrapper.write(text, ending="")
+
+    def flush(self) -> None:
+        self.wrapper.flush()
 
 
 class Command(BaseCommand):
@@ -67,7 +81,7 @@ class Command(BaseCommand):
                 order=options["order"],
                 dedup=options["dedup"],
                 by=by,
-                progress=None if options["quiet"] else sys.stderr,
+                progress=None if options["quiet"] else _Unterminated(self.stderr),
             )
         except RunImportError as exc:
             listed = exc.errors[:MAX_LISTED]
