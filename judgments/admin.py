@@ -16,6 +16,8 @@ from .models import (
     Query,
     QueryStatusChange,
     ReviewTask,
+    Snapshot,
+    TaskSource,
 )
 
 
@@ -88,3 +90,24 @@ class MembershipAdmin(admin.ModelAdmin):
     list_display = ["collection", "user", "role", "created_at"]
     list_filter = ["collection", "role"]
     list_select_related = ["collection", "user"]
+
+
+@admin.register(TaskSource)
+class TaskSourceAdmin(ReadOnlyAdmin):
+    list_display = ["task", "label", "rank", "created_at"]
+    list_select_related = ["task"]
+
+
+@admin.register(Snapshot)
+class SnapshotAdmin(ReadOnlyAdmin):
+    """Snapshots are made by ``freeze_snapshot`` and never change."""
+
+    list_display = [
+        "collection",
+        "number",
+        "content_hash",
+        "n_judgments",
+        "n_queries",
+        "created_at",
+    ]
+    list_filter = ["collection"]
