@@ -35,8 +35,9 @@ def lock_collection(collection_id: int) -> Collection:
 
 
 def lock_query(query_id: int) -> Query:
-    collection_id = Query.objects.values_list("collection_id", flat=True).get(pk=query_id)
-    share_collection(collection_id)
+    if connection.vendor == "postgresql":
+        collection_id = Query.objects.values_list("collection_id", flat=True).get(pk=query_id)
+        share_collection(collection_id)
     # of=("self",): lock the query row only, never the joined collection row.
     return (
         Query.objects.select_for_update(of=("self",)).select_related("collection").get(pk=query_id)

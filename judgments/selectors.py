@@ -6,12 +6,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.db.models import BooleanField, Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
+from .formats import (
+    Bundle,
+    CollectionRecord,
+    ItemRecord,
+    JudgmentRecord,
+    QueryRecord,
+    UnjudgedRecord,
+    Where,
+)
 from .models import (
     ROLE_RANK,
     Collection,
+    EvidenceCondition,
+    Item,
     Judgment,
+    JudgmentChange,
     Membership,
     Query,
     QueryStatus,
@@ -64,20 +81,6 @@ def bundle_of(collection: Collection):  # -> formats.Bundle
     queries with status and evidence, its judgments, and its open review tasks (unjudged
     pairs) except any whose pair is judged. Records come in no particular order; the
     writers in ``formats.py`` sort them."""
-    # Imported here so that this section could be appended without touching the header.
-    from django.contrib.auth import get_user_model
-
-    from .formats import (
-        Bundle,
-        CollectionRecord,
-        ItemRecord,
-        JudgmentRecord,
-        QueryRecord,
-        UnjudgedRecord,
-        Where,
-    )
-    from .models import Item
-
     where = Where(f"collection '{collection.slug}'")
     username = get_user_model().USERNAME_FIELD
     bundle = Bundle(
@@ -323,7 +326,6 @@ def collections_with_review_progress(user: Any) -> list[tuple[Collection, Review
     """The user's collections (``collections_for``), each with its progress: queries by
     review status, judged items, open review tasks and tasks under a live lease now.
     Four queries, however many collections."""
-    from django.utils import timezone
 
     collections = list(collections_for(user).order_by("name", "slug"))
     ids = [c.pk for c in collections]
@@ -360,7 +362,6 @@ def queue_progress(collection: Collection) -> tuple[int, int]:
     """(open review tasks, of which under a live lease now) in the collection. Two
     queries, each answered from the (collection, status, …) index alone: one COUNT with
     the lease condition would have to read every open task's row."""
-    from django.utils import timezone
 
     tasks = ReviewTask.objects.filter(collection=collection)
     n_open = tasks.filter(status__in=OPEN_TASK_STATUSES).count()
@@ -387,8 +388,6 @@ def query_tags_of(collection: Collection) -> list[str]:
 
 
 def _count_of(queryset: QuerySet) -> Any:
-    from django.db.models import IntegerField, OuterRef, Subquery
-    from django.db.models.functions import Coalesce
 
     counted = (
         queryset.filter(query=OuterRef("pk"))
@@ -406,9 +405,6 @@ def queries_with_progress(
     """The collection's queries, optionally one review status and one tag, each annotated
     with ``n_judged``, ``n_relevant`` (grade ≥ the relevant grade) and ``n_open`` (open
     review tasks), ordered by external id."""
-    from django.db import connection
-    from django.db.models import BooleanField
-    from django.db.models.expressions import RawSQL
 
     queries = Query.objects.filter(collection=collection)
     if status:
@@ -463,14 +459,12 @@ def open_tasks_for_query(query: Query) -> QuerySet[ReviewTask]:
 
 def evidence_of(query: Query) -> Any:
     """The query's evidence condition, or ``None``."""
-    from .models import EvidenceCondition
 
     return EvidenceCondition.objects.filter(query=query).select_related("updated_by").first()
 
 
 def judgment_changes(ids: list[int]) -> dict[int, Any]:
     """History rows by id, with query and item (for describing an undo)."""
-    from .models import JudgmentChange
 
     return {
         c.pk: c for c in JudgmentChange.objects.filter(pk__in=ids).select_related("query", "item")
@@ -480,7 +474,6 @@ def judgment_changes(ids: list[int]) -> dict[int, Any]:
 def change_that_made(judgment: Judgment, by: Any) -> Any:
     """The history row of ``by``'s change that produced this version of the judgment
     (the newest, since a removal and re-creation starts the versions again)."""
-    from .models import JudgmentChange
 
     return (
         JudgmentChange.objects.filter(
@@ -496,6 +489,5 @@ def change_that_made(judgment: Judgment, by: Any) -> Any:
 
 def item_in(collection: Collection, external_id: str) -> Any:
     """The collection's item by external id, or ``None``."""
-    from .models import Item
 
     return Item.objects.filter(collection=collection, external_id=external_id).first()

@@ -246,7 +246,10 @@ def record_judgment(
             current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
             raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
         old_grade, old_note = current.grade, current.note
-        judgment = Judgment.objects.get(pk=current.pk)
+        # The compare-and-set above wrote exactly these values: no need to read them back.
+        current.grade, current.note, current.reviewer = grade, note, reviewer
+        current.version, current.updated_at = expected_version + 1, now
+        judgment = current
     JudgmentChange.objects.create(
         query=query,
         item=item,
@@ -682,7 +685,8 @@ def claim_next_task(
                 updated_at=now,
             )
             if won == 1:
-                task.refresh_from_db()
+                task.status, task.claimed_by = TaskStatus.CLAIMED, reviewer
+                task.lease_expires_at, task.updated_at = now + lease, now
                 return task
         now = timezone.now()
     return None

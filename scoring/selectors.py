@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from judgments.models import Collection
+from django.db.models import Count, QuerySet
 
-from .models import Evaluation, Run, RunStage
+from judgments.models import Collection, Query, Snapshot
+
+from . import engine
+from .models import Evaluation, RankedList, Run, RunStage, UnitMapping
 
 
 def run_by_name(collection: Collection, name: str) -> Run:
@@ -23,7 +27,7 @@ def run_by_name(collection: Collection, name: str) -> Run:
 
 def stage_of(run: Run, name: str | None) -> RunStage:
     """The named stage, or the run's only stage; a multi-stage run needs a name."""
-    stages = list(run.stages.order_by("position"))
+    stages = stages_in_order(run)
     names = ", ".join(s.name for s in stages)
     if name is None:
         if len(stages) == 1:
@@ -85,17 +89,7 @@ def evaluation_report(evaluation: Evaluation, *, per_query: bool = True) -> dict
     return report
 
 
-# -- reports, diagnosis, comparison (issue 7) ----------------------------------------------
-# Appended as a section with its own imports, so that the header above stays untouched.
-
-from collections.abc import Iterable  # noqa: E402
-
-from django.db.models import Count, QuerySet  # noqa: E402
-
-from judgments.models import Query, Snapshot  # noqa: E402
-
-from . import engine  # noqa: E402
-from .models import RankedList, UnitMapping  # noqa: E402
+# -- reports, diagnosis, comparison ------------------------------------------------------
 
 
 def evaluations_of(collection: Collection) -> QuerySet[Evaluation]:

@@ -24,9 +24,8 @@ from judgments.models import (
     Judgment,
     Query,
     Snapshot,
-    SnapshotJudgment,
-    SnapshotQuery,
 )
+from judgments.selectors import frozen_judgments, frozen_queries
 from judgments.services import InvariantError, VerityError, queue_unjudged
 
 from . import engine
@@ -41,6 +40,7 @@ from .models import (
     UnitMapping,
     UnitMappingEntry,
 )
+from .selectors import mapping_pairs_of, stage_lists_of
 
 User = AbstractBaseUser
 BATCH = 1000
@@ -300,17 +300,11 @@ def snapshot_inputs(
 ) -> tuple[dict[str, dict[str, int]], dict[str, str], dict[str, list[list[str]]]]:
     """The frozen qrels, statuses and evidence conditions of a snapshot, by external id."""
     qrels: dict[str, dict[str, int]] = {}
-    for qid, item, grade in (
-        SnapshotJudgment.objects.filter(snapshot=snapshot)
-        .values_list("query__external_id", "item__external_id", "grade")
-        .iterator(chunk_size=20000)
-    ):
+    for qid, item, grade in frozen_judgments(snapshot):
         qrels.setdefault(qid, {})[item] = grade
     statuses: dict[str, str] = {}
     evidence: dict[str, list[list[str]]] = {}
-    for qid, status, groups in SnapshotQuery.objects.filter(snapshot=snapshot).values_list(
-        "query__external_id", "status", "evidence"
-    ):
+    for qid, status, groups in frozen_queries(snapshot):
         statuses[qid] = status
         if groups:
             evidence[qid] = groups
@@ -378,19 +372,10 @@ def score_run_stage(
     if existing is not None:
         return existing, False
     qrels, statuses, evidence = snapshot_inputs(snapshot)
-    rankings: dict[str, list[str]] = {}
-    abstained: set[str] = set()
-    for qid, items, abstain in (
-        RankedList.objects.filter(stage=stage)
-        .values_list("query_id", "items", "abstained")
-        .iterator(chunk_size=2000)
-    ):
-        rankings[qid] = items
-        if abstain:
-            abstained.add(qid)
-    pairs = (
-        dict(mapping.entries.values_list("fine_id", "coarse_id")) if mapping is not None else None
-    )
+    lists = stage_lists_of(stage)
+    rankings = {qid: items for qid, (items, _) in lists.items()}
+    abstained = frozenset(qid for qid, (_, marked) in lists.items() if marked)
+    pairs = mapping_pairs_of(mapping)
     # Stored lists are already ordered and deduplicated under the run's recorded rules.
     engine_params = engine.EvalParams(
         ks=params.ks,
@@ -401,7 +386,7 @@ def score_run_stage(
     )
     result = engine.evaluate(
         qrels,
-        engine.Run.from_mapping(rankings, abstained=frozenset(abstained), source=run.name),
+        engine.Run.from_mapping(rankings, abstained=abstained, source=run.name),
         engine_params,
         statuses=statuses,
         evidence=evidence,

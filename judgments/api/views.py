@@ -21,7 +21,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import exceptions, generics, serializers, status, viewsets
+from rest_framework import exceptions, generics, mixins, serializers, status, viewsets
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -164,7 +164,13 @@ MEMBER_CONFLICT = error(
     ),
 )
 @extend_schema(tags=["members"])
-class MemberViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
+class MemberViewSet(
+    CollectionScoped,
+    NamedLookup,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     serializer_class = s.MemberSerializer
     required_roles = {m: Role.ADMIN for m in ("GET", "POST", "PATCH", "DELETE")}
     lookup_field = "user__username"
@@ -179,13 +185,6 @@ class MemberViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             .select_related("user")
             .order_by("user__username")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def retrieve(self, request: Request, slug: str, username: str) -> Response:
-        return Response(self.get_serializer(self.get_object()).data)
 
     def create(self, request: Request, slug: str) -> Response:
         data = s.MemberCreateInput(data=request.data)
@@ -379,7 +378,7 @@ def judgment_conflict(code: int, conflict: JudgmentConflict, slug: str) -> ApiEr
     )
 
 
-def judgment_response(judgment: Judgment, *, created: bool, slug: str) -> Response:
+def judgment_response(judgment: Judgment, *, created: bool, slug: str, replayed: bool) -> Response:
     judgment = Judgment.objects.select_related("query__collection", "item", "reviewer").get(
         pk=judgment.pk
     )
@@ -389,7 +388,7 @@ def judgment_response(judgment: Judgment, *, created: bool, slug: str) -> Respon
     )
     response["ETag"] = judgment_etag(judgment)
     response["Location"] = f"/api/collections/{slug}/judgments/{judgment.pk}/"
-    if not created:
+    if replayed:
         response["Idempotent-Replayed"] = "true"
     return response
 
@@ -425,7 +424,9 @@ def judgment_response(judgment: Judgment, *, created: bool, slug: str) -> Respon
     ),
 )
 @extend_schema(tags=["judgments"])
-class JudgmentViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
+class JudgmentViewSet(
+    CollectionScoped, NamedLookup, mixins.ListModelMixin, viewsets.GenericViewSet
+):
     serializer_class = s.JudgmentSerializer
     filterset_class = JudgmentFilter
     lookup_field = "pk"
@@ -439,10 +440,6 @@ class JudgmentViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             .select_related("query__collection", "item", "reviewer")
             .order_by("query__external_id", "item__external_id")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request: Request, slug: str, pk: int) -> Response:
         judgment = self.get_object()
@@ -467,7 +464,7 @@ class JudgmentViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             )
         except JudgmentConflict as conflict:
             raise judgment_conflict(409, conflict, slug) from None
-        return judgment_response(judgment, created=created, slug=slug)
+        return judgment_response(judgment, created=created, slug=slug, replayed=not created)
 
     def partial_update(self, request: Request, slug: str, pk: int) -> Response:
         judgment = self.get_object()
@@ -486,9 +483,7 @@ class JudgmentViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             )
         except JudgmentConflict as conflict:
             raise judgment_conflict(412, conflict, slug) from None
-        response = judgment_response(judgment, created=False, slug=slug)
-        del response["Idempotent-Replayed"]
-        return response
+        return judgment_response(judgment, created=False, slug=slug, replayed=False)
 
     def destroy(self, request: Request, slug: str, pk: int) -> Response:
         judgment = self.get_object()
@@ -514,7 +509,13 @@ class JudgmentViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
     retrieve=extend_schema(summary="One review task, with the query and item to read."),
 )
 @extend_schema(tags=["tasks"])
-class TaskViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
+class TaskViewSet(
+    CollectionScoped,
+    NamedLookup,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     serializer_class = s.TaskSerializer
     filterset_class = TaskFilter
     lookup_field = "pk"
@@ -529,13 +530,6 @@ class TaskViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             .prefetch_related("sources")
             .order_by("-priority", "pk")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def retrieve(self, request: Request, slug: str, pk: int) -> Response:
-        return Response(self.get_serializer(self.get_object()).data)
 
     @extend_schema(
         summary="Claim the next open task, with a 10-minute lease.",
@@ -585,7 +579,7 @@ class TaskViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             )
         except JudgmentConflict as conflict:
             raise judgment_conflict(409, conflict, slug) from None
-        return judgment_response(judgment, created=created, slug=slug)
+        return judgment_response(judgment, created=created, slug=slug, replayed=not created)
 
 
 # -- snapshots ------------------------------------------------------------------------------
@@ -603,7 +597,7 @@ class TaskViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
     ),
 )
 @extend_schema(tags=["snapshots"])
-class SnapshotViewSet(CollectionScoped, viewsets.GenericViewSet):
+class SnapshotViewSet(CollectionScoped, mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = s.SnapshotSerializer
     required_roles = {"create": Role.EVALUATOR}
     lookup_field = "number"
@@ -616,10 +610,6 @@ class SnapshotViewSet(CollectionScoped, viewsets.GenericViewSet):
             .select_related("created_by")
             .order_by("-number")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request: Request, slug: str, number: int) -> Response:
         return Response(self.get_serializer(snapshot_of(self.collection, number)).data)

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import IntegrityError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -81,7 +81,14 @@ class StreamedUploads:
     ),
 )
 @extend_schema(tags=["runs"])
-class RunViewSet(CollectionScoped, StreamedUploads, NamedLookup, viewsets.GenericViewSet):
+class RunViewSet(
+    CollectionScoped,
+    StreamedUploads,
+    NamedLookup,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     serializer_class = s.RunSerializer
     required_roles = {"create": Role.EVALUATOR}
     lookup_field = "name"
@@ -96,13 +103,6 @@ class RunViewSet(CollectionScoped, StreamedUploads, NamedLookup, viewsets.Generi
             .prefetch_related("stages")
             .order_by("-created_at", "-pk")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def retrieve(self, request: Request, slug: str, name: str) -> Response:
-        return Response(self.get_serializer(self.get_object()).data)
 
     def create(self, request: Request, slug: str) -> Response:
         data = s.RunUploadInput(data=request.data)
@@ -155,7 +155,14 @@ class RunViewSet(CollectionScoped, StreamedUploads, NamedLookup, viewsets.Generi
     ),
 )
 @extend_schema(tags=["mappings"])
-class MappingViewSet(CollectionScoped, StreamedUploads, NamedLookup, viewsets.GenericViewSet):
+class MappingViewSet(
+    CollectionScoped,
+    StreamedUploads,
+    NamedLookup,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     serializer_class = s.MappingSerializer
     required_roles = {"create": Role.EVALUATOR}
     lookup_field = "number"
@@ -169,13 +176,6 @@ class MappingViewSet(CollectionScoped, StreamedUploads, NamedLookup, viewsets.Ge
             .select_related("created_by")
             .order_by("-number")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def retrieve(self, request: Request, slug: str, number: int) -> Response:
-        return Response(self.get_serializer(self.get_object()).data)
 
     def create(self, request: Request, slug: str) -> Response:
         data = s.MappingUploadInput(data=request.data)
@@ -225,7 +225,9 @@ def report_of(evaluation: Evaluation, slug: str, **extra: Any) -> dict[str, Any]
     ),
 )
 @extend_schema(tags=["evaluations"])
-class EvaluationViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
+class EvaluationViewSet(
+    CollectionScoped, NamedLookup, mixins.ListModelMixin, viewsets.GenericViewSet
+):
     serializer_class = s.EvaluationSummarySerializer
     required_roles = {"create": Role.EVALUATOR}
     lookup_field = "pk"
@@ -239,10 +241,6 @@ class EvaluationViewSet(CollectionScoped, NamedLookup, viewsets.GenericViewSet):
             .select_related("run__collection", "stage", "snapshot", "mapping")
             .order_by("-created_at", "-pk")
         )
-
-    def list(self, request: Request, slug: str) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request: Request, slug: str, pk: int) -> Response:
         return Response(s.EvaluationReportSerializer(report_of(self.get_object(), slug)).data)

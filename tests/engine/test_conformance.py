@@ -7,25 +7,18 @@ folder is not copied into the repository; the tests skip, saying why, when it is
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from scoring.engine import EvalParams, evaluate, read_qrels, read_run
+from tests.shared_data import need_shared, shared_dir
+
+CONF = shared_dir() / "conformance" / "trec_eval"
 
 
-def _shared() -> Path:
-    env = os.environ.get("VERITY_SHARED")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared"
+@pytest.fixture(autouse=True)
+def _conformance_data() -> None:
+    need_shared(CONF, "trec_eval conformance data")
 
-
-CONF = _shared() / "conformance" / "trec_eval"
-pytestmark = pytest.mark.skipif(
-    not CONF.is_dir(), reason=f"trec_eval conformance data not found at {CONF}; set VERITY_SHARED"
-)
 
 KS = (1, 5, 10, 20, 100, 1000)
 # trec_eval name -> ours. unj_k (unjudged among the first k / k, where unjudged = absent

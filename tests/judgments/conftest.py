@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,30 +11,25 @@ from django.apps import apps
 from django.core.management import call_command
 
 from judgments.models import Collection
+from tests.shared_data import need_shared, shared_dir
 
 REPO = Path(__file__).resolve().parents[2]
 RECALL_EXAMPLE = REPO / "fixtures" / "recall-example"
 
 
-def _shared_dir() -> Path:
-    return Path(os.environ.get("VERITY_SHARED", REPO.parent / "shared"))
-
-
 @pytest.fixture
 def trec_dl_2019() -> Path:
     """The TREC DL 2019 passage qrels and topics from the shared folder (not in the repo)."""
-    folder = _shared_dir() / "realdata" / "trec-dl-2019-passage"
-    if not (folder / "qrels.txt").is_file():
-        pytest.skip(f"{folder} is absent; set VERITY_SHARED to the folder holding realdata/")
+    folder = shared_dir() / "realdata" / "trec-dl-2019-passage"
+    need_shared(folder / "qrels.txt", "TREC DL 2019 qrels")
     return folder
 
 
 @pytest.fixture
 def trec_eval_tests() -> Path:
     """trec_eval 10's own test data from the shared folder (not in the repo)."""
-    folder = _shared_dir() / "conformance" / "trec_eval"
-    if not (folder / "qrels.test").is_file():
-        pytest.skip(f"{folder} is absent; set VERITY_SHARED to the folder holding conformance/")
+    folder = shared_dir() / "conformance" / "trec_eval"
+    need_shared(folder / "qrels.test", "trec_eval conformance data")
     return folder
 
 

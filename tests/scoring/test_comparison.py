@@ -221,18 +221,31 @@ def test_demo_comparison_agrees_with_an_independent_computation(score_demo, name
         assert entry["n"] == len(qids)
         assert entry["mean_diff"] == pytest.approx(d.mean(), abs=1e-15)
         raw.append(entry["p"])
-        if np.ptp(d) == 0:  # degenerate: decided explicitly, checked below
+        if np.ptp(d) == 0:  # degenerate: every difference equal, decided explicitly
             assert entry["d_z"] is None and entry["t"] is None
+            assert (entry["ci_low"], entry["ci_high"]) == (d[0], d[0]), m
+            if d[0] == 0:
+                assert entry["p"] == 1.0, m
             continue
         perm = stats.permutation_test(
             (va, vb), mean_diff, permutation_type="samples", vectorized=True,
             n_resamples=10_000, rng=SEED,
         )  # fmt: skip
         assert entry["p"] == perm.pvalue, m
+        # BCa unless scipy cannot compute it (non-finite bounds); then percentile. Decided
+        # here from scipy's own output, not read back from the code under test.
         boot = stats.bootstrap(
             (va, vb), mean_diff, paired=True, vectorized=True, n_resamples=10_000, rng=SEED,
-            method=entry["ci_method"],
+            method="BCa",
         )  # fmt: skip
+        method = "BCa"
+        if not np.isfinite([boot.confidence_interval.low, boot.confidence_interval.high]).all():
+            method = "percentile"
+            boot = stats.bootstrap(
+                (va, vb), mean_diff, paired=True, vectorized=True, n_resamples=10_000, rng=SEED,
+                method="percentile",
+            )  # fmt: skip
+        assert entry["ci_method"] == method, m
         assert entry["ci_low"] == boot.confidence_interval.low, m
         assert entry["ci_high"] == boot.confidence_interval.high, m
         sd = d.std(ddof=1)
@@ -278,6 +291,7 @@ def test_demo_comparison_of_clearly_different_runs_is_significant(score_demo):
     # The tag breakdown covers every paired query under each of its tags.
     tags = dict(Query.objects.filter(collection__slug="demo-handbook").values_list(
         "external_id", "tags"))  # fmt: skip
+    assert set(result["tags"]) == {t for q in ra for t in tags[q]}
     for tag, per in result["tags"].items():
         members = [q for q in ra if tag in tags[q]]
         assert per["_n"] == len(members), tag
@@ -418,6 +432,7 @@ def test_two_uploads_of_one_file_compare_as_all_ties(example_runs):
 
     result = compare_evaluations(score(one, v1), score(two, v1), seed=SEED)
 
+    assert "R@2" in {e["measure"] for e in result["measures"]}
     for entry in result["measures"]:
         assert entry["mean_diff"] == 0.0 and entry["p"] == 1.0 and entry["p_holm"] == 1.0
         assert (entry["ci_low"], entry["ci_high"]) == (0.0, 0.0) and entry["d_z"] is None

@@ -159,6 +159,7 @@ def test_founding_example_agrees_with_pytrec_eval(recall_v1) -> None:
     }
     oracle = pytrec_eval.RelevanceEvaluator(qrels, set(names)).evaluate(trec_run)
     stored = rows(evaluation)
+    assert sorted(oracle) == ["A", "B", "C"]
     for qid, values in oracle.items():
         for trec_name, ours in names.items():
             assert stored[qid][ours] == pytest.approx(values[trec_name], abs=1e-6), (qid, ours)

@@ -142,10 +142,11 @@ class Command(BaseCommand):
     def _user(self, username: str | None) -> Any:
         if username is None:
             return None
-        user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: username})
-        if not user.exists():
+        User = get_user_model()
+        user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
+        if user is None:
             raise CommandError(f"--by: no user '{username}'; create the user first")
-        return user.get()
+        return user
 
     def _summarise(self, r: ImportReport, options: dict[str, Any], seconds: float) -> None:
         c = r.collection
