@@ -1,0 +1,269 @@
+"""JSONL bundles, item, query and judgment files: one JSON object per line.
+
+A bundle holds the collection record first::
+
+    {"type": "collection", "slug": ..., "name": ..., "description": ..., "unit": ...,
+     "scale": [{"grade": 0, "name": ...}, ...], "relevant_grade": 1, "guidelines": ...,
+     "pool_depth": 10}
+    {"type": "item", "id": ..., "title": ..., "text": ..., "url": ..., "metadata": {},
+     "placeholder": false}
+    {"type": "query", "id": ..., "text": ..., "tags": [...], "status": "unreviewed",
+     "evidence": [["a", "b"], ["c"]] or null}
+    {"type": "judgment", "query": ..., "item": ..., "grade": 1, "note": ..., "reviewer": ...}
+    {"type": "unjudged", "query": ..., "item": ..., "source": "qrels -1", "rank": null}
+
+A ``--judgments`` file may also hold ``{"type": "status", "query": ..., "status": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .checks import (
+    _Bad,
+    _boolean,
+    _Duplicates,
+    _empty,
+    _evidence,
+    _integer,
+    _json_type,
+    _lines,
+    _obj,
+    _optional,
+    _scale,
+    _tags,
+    _text,
+    check_id,
+)
+from .records import (
+    MAX_INT,
+    MAX_SMALL_INT,
+    UNJUDGED_GRADE,
+    UTF8_BOM,
+    Bundle,
+    CollectionRecord,
+    ItemRecord,
+    JudgmentRecord,
+    Problem,
+    QueryRecord,
+    StatusRecord,
+    UnjudgedRecord,
+    Where,
+)
+from .trec import parse_topics
+
+_GRADE = _integer(low=-MAX_SMALL_INT, high=MAX_SMALL_INT)  # the scale check is the service's
+_ID = check_id
+
+# type → {key: (check, required, default)}; a callable default makes a fresh value.
+_Spec = dict[str, tuple[Callable[[str, Any], Any], bool, Any]]
+_SPECS: dict[str, _Spec] = {
+    "collection": {
+        "slug": (_text(required=True, max_length=100), True, None),
+        "name": (_text(max_length=200), False, None),
+        "description": (_text(), False, ""),
+        "unit": (_text(), False, "document"),
+        "scale": (_scale, True, None),
+        "relevant_grade": (_integer(low=0, high=MAX_SMALL_INT), True, None),
+        "guidelines": (_text(), False, ""),
+        "pool_depth": (_integer(low=1, high=MAX_INT), False, 10),
+    },
+    "item": {
+        "id": (_ID, True, None),
+        "title": (_text(), False, ""),
+        "text": (_text(), False, ""),
+        "url": (_text(max_length=2000), False, ""),
+        "metadata": (_obj, False, dict),
+        "placeholder": (_boolean, False, False),
+    },
+    "query": {
+        "id": (_ID, True, None),
+        "text": (_text(required=True), True, None),
+        "tags": (_tags, False, list),
+        "status": (_text(), False, "unreviewed"),
+        "evidence": (_optional(_evidence), False, None),
+    },
+    "judgment": {
+        "query": (_ID, True, None),
+        "item": (_ID, True, None),
+        "grade": (_GRADE, True, None),
+        "note": (_text(), False, ""),
+        "reviewer": (_optional(_text(required=True)), False, None),
+    },
+    "unjudged": {
+        "query": (_ID, True, None),
+        "item": (_ID, True, None),
+        "source": (_text(required=True, max_length=200), False, "import"),
+        "rank": (_optional(_integer(low=1, high=MAX_INT)), False, None),
+    },
+    "status": {
+        "query": (_ID, True, None),
+        "status": (_text(), True, None),
+    },
+}
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} '{kind}'"
+
+
+def _fields(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """Check one decoded record against its spec; return its fields with defaults filled."""
+    spec = _SPECS[kind]
+    unknown = sorted(set(obj) - set(spec) - {"type"})
+    if unknown:
+        raise _Bad(
+            f"unknown field(s) {', '.join(map(repr, unknown))} in {_a(kind)} record; "
+            f"the fields are {', '.join(spec)}"
+        )
+    missing = [k for k, (_, required, _) in spec.items() if required and k not in obj]
+    if missing:
+        raise _Bad(f"{_a(kind).capitalize()} record needs {', '.join(map(repr, missing))}")
+    out: dict[str, Any] = {}
+    for key, (check, _, default) in spec.items():
+        if key in obj:
+            out[key] = check(key, obj[key])
+        else:
+            out[key] = default() if callable(default) else default
+    if kind == "collection" and out["name"] is None:
+        out["name"] = out["slug"]
+    if kind == "item" and out["placeholder"] and (out["title"] or out["text"]):
+        raise _Bad("a placeholder item has no title or text; drop one or the other")
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Bad(f"{name} is not a JSON number; write a finite number or null")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Bad(f"the key '{key}' appears twice in one object; keep one")
+        out[key] = value
+    return out
+
+
+def _decode(text: str) -> dict[str, Any]:
+    if not text.strip():
+        raise _Bad("blank line; JSONL allows no blank lines, remove it")
+    if text.startswith("#"):
+        raise _Bad("comment line; JSONL allows no comments, remove it")
+    try:
+        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise _Bad(
+            f"not valid JSON ({e.msg} at column {e.colno}); each line must be one complete "
+            "JSON object"
+        ) from None
+    if not isinstance(obj, dict):
+        raise _Bad(f"expected a JSON object {{...}}, got {_json_type(obj)}")
+    if "type" not in obj:
+        raise _Bad(f'the record has no "type"; give one of {", ".join(_SPECS)}')
+    return obj
+
+
+_ROLES = {
+    "bundle": ("collection", "item", "query", "judgment", "unjudged"),
+    "items": ("item",),
+    "queries": ("query",),
+    "judgments": ("judgment", "unjudged", "status"),
+}
+_WHERE_TYPE_BELONGS = {
+    "collection": "a bundle's first line",
+    "item": "a bundle or an --items file",
+    "query": "a bundle or a --queries file",
+    "judgment": "a bundle or a --judgments file",
+    "unjudged": "a bundle or a --judgments file",
+    "status": "a --judgments file",
+}
+
+
+def _parse_jsonl(data: bytes, name: str, role: str) -> tuple[Bundle, list[Problem]]:
+    problems: list[Problem] = []
+    bundle = Bundle()
+    allowed = _ROLES[role]
+    if _empty(data, name, problems, f"JSON Lines with {' / '.join(allowed)} records"):
+        return bundle, problems
+    dups = _Duplicates(problems)
+    for number, text in _lines(data, name, problems):
+        where = Where(name, number)
+        try:
+            obj = _decode(text)
+            kind = obj["type"]
+            if kind not in _SPECS:
+                raise _Bad(
+                    f"unknown record type {kind!r}; a {role} file holds {', '.join(allowed)}"
+                )
+            if kind not in allowed:
+                raise _Bad(
+                    f"{_a(kind).capitalize()} record does not belong in a {role} file; it goes in "
+                    f"{_WHERE_TYPE_BELONGS[kind]}"
+                )
+            if role == "bundle" and number == 1 and kind != "collection":
+                raise _Bad(
+                    "the first line must be the collection record "
+                    f'({{"type": "collection", "slug": ...}}), found {_a(kind)} record'
+                )
+            if kind == "collection" and number != 1:
+                raise _Bad(
+                    "a collection record belongs on the first line only; a bundle describes "
+                    "one collection"
+                )
+            f = _fields(kind, obj)
+        except _Bad as e:
+            problems.append(Problem(where, str(e)))
+            continue
+        _add_record(bundle, kind, f, where, dups)
+    line_one_reported = any(p.where.line == 1 for p in problems)
+    if role == "bundle" and bundle.collection is None and not line_one_reported:
+        problems.append(Problem(Where(name, 1), "the collection record is missing"))
+    return bundle, problems
+
+
+def _add_record(
+    bundle: Bundle, kind: str, f: dict[str, Any], where: Where, dups: _Duplicates
+) -> None:
+    if kind == "collection":
+        bundle.collection = CollectionRecord(where=where, **f)
+    elif kind == "item":
+        if dups.item(f["id"], where):
+            bundle.items.append(ItemRecord(where=where, **f))
+    elif kind == "query":
+        if dups.query(f["id"], where):
+            bundle.queries.append(QueryRecord(where=where, **f))
+    elif kind == "judgment":
+        record = JudgmentRecord(where=where, **f)
+        if dups.pair(record.query, record.item, record.grade, where):
+            bundle.judgments.append(record)
+    elif kind == "unjudged":
+        unjudged = UnjudgedRecord(where=where, **f)
+        if dups.pair(unjudged.query, unjudged.item, UNJUDGED_GRADE, where):
+            bundle.unjudged.append(unjudged)
+    elif kind == "status" and dups.status(f["query"], where):
+        bundle.statuses.append(StatusRecord(where=where, **f))
+
+
+def parse_bundle(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
+    """A JSONL bundle: the collection record, then items, queries, judgments, unjudged."""
+    return _parse_jsonl(data, name, "bundle")
+
+
+def parse_items(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
+    """A JSONL file of item records."""
+    return _parse_jsonl(data, name, "items")
+
+
+def parse_judgments(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
+    """A JSONL file of judgment, unjudged and status records."""
+    return _parse_jsonl(data, name, "judgments")
+
+
+def parse_queries(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
+    """Queries as JSONL query records, or as TREC topics (``qid<TAB>text``) otherwise."""
+    if data.removeprefix(UTF8_BOM).lstrip().startswith(b"{"):
+        return _parse_jsonl(data, name, "queries")
+    return parse_topics(data, name)

@@ -1,0 +1,134 @@
+"""The records a file holds, the Bundle of them, and the problems found in a file.
+
+The limits here are the database's: ids, grades and integers that do not fit are
+refused when the file is read, not when it is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_LISTED = 25
+MAX_ID_LENGTH = 200  # Query.external_id and Item.external_id
+MAX_SMALL_INT = 32767  # grades are stored as small integers
+MAX_INT = 2**31 - 1
+UTF8_BOM = b"\xef\xbb\xbf"
+UNJUDGED_GRADE = -1
+QRELS_UNJUDGED_SOURCE = "qrels -1"
+
+
+@dataclass(frozen=True)
+class Where:
+    """A place in the input: a file (or "command line") and a 1-based line number."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return self.file if self.line is None else f"{self.file}, line {self.line}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: Where
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+def describe_problems(problems: Sequence[Problem], *, limit: int = MAX_LISTED) -> str:
+    """The refusal message: a count, then the first ``limit`` problems in file order."""
+    files: dict[str, int] = {}
+    for p in problems:
+        files.setdefault(p.where.file, len(files))
+    ordered = sorted(problems, key=lambda p: (files[p.where.file], p.where.line or 0))
+    n = len(ordered)
+    lines = [f"Nothing was imported: {n} problem{'' if n == 1 else 's'} in the input."]
+    lines += [str(p) for p in ordered[:limit]]
+    if n > limit:
+        lines.append(f"… and {n - limit} more")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CollectionRecord:
+    where: Where
+    slug: str
+    name: str
+    scale: list[dict[str, Any]]
+    relevant_grade: int
+    unit: str = "document"
+    description: str = ""
+    guidelines: str = ""
+    pool_depth: int = 10
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    where: Where
+    id: str
+    title: str = ""
+    text: str = ""
+    url: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    placeholder: bool = False
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    where: Where
+    id: str
+    text: str
+    tags: list[str] = field(default_factory=list)
+    status: str = "unreviewed"
+    evidence: list[list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class JudgmentRecord:
+    where: Where
+    query: str
+    item: str
+    grade: int
+    note: str = ""
+    reviewer: str | None = None
+
+
+@dataclass(frozen=True)
+class UnjudgedRecord:
+    where: Where
+    query: str
+    item: str
+    source: str = "import"
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class StatusRecord:
+    where: Where
+    query: str
+    status: str
+
+
+@dataclass
+class Bundle:
+    """Everything one import carries, or one export holds."""
+
+    collection: CollectionRecord | None = None
+    items: list[ItemRecord] = field(default_factory=list)
+    queries: list[QueryRecord] = field(default_factory=list)
+    judgments: list[JudgmentRecord] = field(default_factory=list)
+    unjudged: list[UnjudgedRecord] = field(default_factory=list)
+    statuses: list[StatusRecord] = field(default_factory=list)
+
+    def absorb(self, other: Bundle) -> None:
+        if other.collection is not None:
+            self.collection = other.collection
+        self.items += other.items
+        self.queries += other.queries
+        self.judgments += other.judgments
+        self.unjudged += other.unjudged
+        self.statuses += other.statuses

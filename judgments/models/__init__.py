@@ -1,0 +1,46 @@
+"""Collections, queries, items, judgments, their history and the review queue.
+
+The DESIGN table is the glossary. Models hold data and invariants the database can
+check; invariants that span rows (a ``relevant`` query needs a relevant judgment) are
+enforced by the service functions in ``services``, which own the transactions.
+
+One module per concept; this package re-exports every model, so they are imported
+from ``judgments.models``. Imported in this order, the modules register the models in
+the order in which the single ``models.py`` defined them.
+"""
+
+from .collections import ROLE_RANK, Collection, CollectionManager, LabelingUnit, Membership, Role
+from .immutable import AppendOnlyModel, FrozenModel, ImmutableModel, ImmutableQuerySet
+from .judgments import ChangeSource, Judgment, JudgmentChange, QueryStatusChange
+from .queries import EvidenceCondition, Item, Query, QueryStatus
+from .queue import ReviewTask, TaskSkip, TaskSource, TaskStatus
+from .snapshots import Snapshot, SnapshotJudgment, SnapshotQuery, SnapshotUnjudged
+
+__all__ = [
+    "ROLE_RANK",
+    "AppendOnlyModel",
+    "ChangeSource",
+    "Collection",
+    "CollectionManager",
+    "EvidenceCondition",
+    "FrozenModel",
+    "ImmutableModel",
+    "ImmutableQuerySet",
+    "Item",
+    "Judgment",
+    "JudgmentChange",
+    "LabelingUnit",
+    "Membership",
+    "Query",
+    "QueryStatus",
+    "QueryStatusChange",
+    "ReviewTask",
+    "Role",
+    "Snapshot",
+    "SnapshotJudgment",
+    "SnapshotQuery",
+    "SnapshotUnjudged",
+    "TaskSkip",
+    "TaskSource",
+    "TaskStatus",
+]

@@ -1,0 +1,108 @@
+"""Collections, their labeling unit and grade scale, and who may do what in them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class LabelingUnit(models.TextChoices):
+    DOCUMENT = "document", "document"
+    CHUNK = "chunk", "chunk"
+    EVIDENCE = "evidence", "evidence point"
+
+
+class CollectionManager(models.Manager["Collection"]):
+    def get_by_natural_key(self, slug: str) -> Collection:
+        return self.get(slug=slug)
+
+
+class Collection(models.Model):
+    """A fixed corpus boundary and the query set evaluated against it.
+
+    ``scale`` is an ordered list of ``{"grade": int, "name": str}``, lowest grade first;
+    grades are distinct non-negative integers. ``relevant_grade`` is the lowest grade
+    that counts as relevant and must be one of the scale's grades.
+    """
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(
+        blank=True, help_text="The corpus boundary: what is in, what is out, as of when."
+    )
+    unit = models.CharField(
+        max_length=16, choices=LabelingUnit.choices, default=LabelingUnit.DOCUMENT
+    )
+    scale = models.JSONField(
+        help_text='Ordered grades, e.g. [{"grade": 0, "name": "not relevant"}]'
+    )
+    relevant_grade = models.PositiveSmallIntegerField(default=1)
+    guidelines = models.TextField(blank=True)
+    pool_depth = models.PositiveIntegerField(default=10)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CollectionManager()
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(pool_depth__gte=1), name="collection_pool_depth_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def natural_key(self) -> tuple[str]:
+        return (self.slug,)
+
+    @property
+    def grades(self) -> list[int]:
+        return [int(g["grade"]) for g in self.scale]
+
+    def grade_name(self, grade: int) -> str:
+        for g in self.scale:
+            if int(g["grade"]) == grade:
+                return str(g["name"])
+        return str(grade)
+
+    def is_relevant_grade(self, grade: int) -> bool:
+        return grade >= self.relevant_grade
+
+
+class Role(models.TextChoices):
+    """What a member may do in one collection; each role includes the ones before it."""
+
+    REVIEWER = "reviewer", "reviewer"  # read, label, claim tasks
+    EVALUATOR = "evaluator", "evaluator"  # also upload runs, freeze, score, export
+    ADMIN = "admin", "admin"  # also manage members and settings
+
+
+ROLE_RANK = {Role.REVIEWER: 1, Role.EVALUATOR: 2, Role.ADMIN: 3}
+
+
+class Membership(models.Model):
+    """A user's role in one collection. Nobody sees a collection without one, except
+    superusers."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "user"], name="membership_unique"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.role} of {self.collection_id}"
+
+    def allows(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]

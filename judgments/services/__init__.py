@@ -1,0 +1,74 @@
+"""State changes for judgments: every change is one function that owns its transaction.
+
+Each function states the invariant it keeps. History rows are written inside the same
+transaction as the change they record, so a change and its history land together or
+not at all.
+
+One module per concept; this package re-exports the public names, so callers import
+them from ``judgments.services``.
+"""
+
+from .collections import (
+    COLLECTION_SETTINGS,
+    create_collection,
+    update_collection_settings,
+    validate_scale,
+)
+from .errors import ImportRefused, InvariantError, JudgmentConflict, VerityError
+from .import_writes import IMPORT_BATCH_SIZE, PROGRESS_EVERY
+from .imports import ImportReport, import_collection_data
+from .judgments import (
+    UndoneChange,
+    judge_task,
+    record_judgment,
+    record_judgment_once,
+    remove_judgment,
+    undo_judgment_change,
+)
+from .members import set_member_role, set_membership
+from .queries import normalize_evidence, set_evidence_condition, set_query_status
+from .queue import (
+    DEFAULT_LEASE,
+    claim_next_task,
+    queue_unjudged,
+    release_expired_leases,
+    skip_task,
+    task_priority,
+)
+from .snapshots import freeze_snapshot
+from .tokens import create_api_token, revoke_api_token
+
+__all__ = [
+    "COLLECTION_SETTINGS",
+    "DEFAULT_LEASE",
+    "IMPORT_BATCH_SIZE",
+    "PROGRESS_EVERY",
+    "ImportRefused",
+    "ImportReport",
+    "InvariantError",
+    "JudgmentConflict",
+    "UndoneChange",
+    "VerityError",
+    "claim_next_task",
+    "create_api_token",
+    "create_collection",
+    "freeze_snapshot",
+    "import_collection_data",
+    "judge_task",
+    "normalize_evidence",
+    "queue_unjudged",
+    "record_judgment",
+    "record_judgment_once",
+    "release_expired_leases",
+    "remove_judgment",
+    "revoke_api_token",
+    "set_evidence_condition",
+    "set_member_role",
+    "set_membership",
+    "set_query_status",
+    "skip_task",
+    "task_priority",
+    "undo_judgment_change",
+    "update_collection_settings",
+    "validate_scale",
+]

@@ -1,0 +1,101 @@
+"""A collection: its scale, created once, and its descriptive settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from ..locks import lock_collection
+from ..models import Collection, LabelingUnit
+from .errors import InvariantError
+
+
+def validate_scale(scale: Any, relevant_grade: int) -> list[dict[str, Any]]:
+    """Return the scale in canonical form, or raise: ordered distinct grades ≥ 0 with names."""
+    if not isinstance(scale, list) or not scale:
+        raise InvariantError("scale must be a non-empty list of {grade, name} entries")
+    canonical: list[dict[str, Any]] = []
+    for entry in scale:
+        if not isinstance(entry, dict) or "grade" not in entry or "name" not in entry:
+            raise InvariantError(f"scale entry {entry!r} needs a 'grade' and a 'name'")
+        grade = entry["grade"]
+        if type(grade) is not int or grade < 0:
+            raise InvariantError(f"scale grade {grade!r} must be an integer ≥ 0")
+        name = str(entry["name"]).strip()
+        if not name:
+            raise InvariantError(f"scale grade {grade} needs a name")
+        canonical.append({"grade": grade, "name": name})
+    grades = [e["grade"] for e in canonical]
+    if grades != sorted(set(grades)):
+        raise InvariantError(f"scale grades must be distinct and ascending, got {grades}")
+    if relevant_grade not in grades:
+        raise InvariantError(
+            f"relevant grade {relevant_grade} is not on the scale {grades}; pick one of them"
+        )
+    if relevant_grade == grades[0]:
+        raise InvariantError(
+            f"relevant grade {relevant_grade} is the lowest grade, so nothing could be "
+            "judged non-relevant; pick a higher one"
+        )
+    return canonical
+
+
+def create_collection(
+    *,
+    slug: str,
+    name: str,
+    scale: list[dict[str, Any]],
+    relevant_grade: int,
+    unit: str = LabelingUnit.DOCUMENT,
+    description: str = "",
+    guidelines: str = "",
+    pool_depth: int = 10,
+) -> Collection:
+    """Create a collection whose scale is valid and whose relevant grade is on it."""
+    canonical = validate_scale(scale, relevant_grade)
+    if unit not in LabelingUnit.values:
+        raise InvariantError(f"unit {unit!r} must be one of {', '.join(LabelingUnit.values)}")
+    if type(pool_depth) is not int or pool_depth < 1:
+        raise InvariantError(f"pool depth {pool_depth!r} must be a positive integer")
+    if Collection.objects.filter(slug=slug).exists():
+        raise InvariantError(f"a collection with slug '{slug}' exists already; choose another")
+    return Collection.objects.create(
+        slug=slug,
+        name=name,
+        scale=canonical,
+        relevant_grade=relevant_grade,
+        unit=unit,
+        description=description,
+        guidelines=guidelines,
+        pool_depth=pool_depth,
+    )
+
+
+COLLECTION_SETTINGS = ("name", "description", "guidelines", "pool_depth")
+
+
+@transaction.atomic
+def update_collection_settings(*, collection: Collection, **changes: Any) -> Collection:
+    """Change a collection's descriptive settings: name, description, guidelines, pool depth.
+
+    The scale, relevant grade and unit are not settings: they fix what every stored
+    judgment and snapshot means, so they are set once, when the collection is created.
+    """
+    unknown = sorted(set(changes) - set(COLLECTION_SETTINGS))
+    if unknown:
+        raise InvariantError(
+            f"{', '.join(unknown)} cannot be changed; the settings are "
+            f"{', '.join(COLLECTION_SETTINGS)} (scale, relevant grade and unit are fixed)"
+        )
+    if "name" in changes and not str(changes["name"]).strip():
+        raise InvariantError("name must not be empty")
+    depth = changes.get("pool_depth", collection.pool_depth)
+    if type(depth) is not int or depth < 1:
+        raise InvariantError(f"pool depth {depth!r} must be a positive integer")
+    collection = lock_collection(collection.pk)
+    if changes:
+        for name, value in changes.items():
+            setattr(collection, name, value)
+        collection.save(update_fields=list(changes))
+    return collection

@@ -1,0 +1,147 @@
+"""The writing half of an import: bulk inserts of what the checks planned, with history."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from ..models import (
+    ChangeSource,
+    EvidenceCondition,
+    Item,
+    Judgment,
+    JudgmentChange,
+    Query,
+    QueryStatus,
+    QueryStatusChange,
+    ReviewTask,
+    TaskStatus,
+)
+from .import_checks import ImportReport, _chunks, _ImportChecks
+from .queue import queue_unjudged
+
+IMPORT_BATCH_SIZE = 1000
+PROGRESS_EVERY = 10 * IMPORT_BATCH_SIZE
+
+
+class _ImportPlan(_ImportChecks):
+    """One import: every check first (collecting problems), then the writes.
+
+    Runs inside the caller's transaction with the collection locked, so what the checks
+    read from the database is what the writes build on.
+    """
+
+    def _bulk_create(
+        self,
+        model: Any,
+        rows: list[Any],
+        what: str,
+        progress: Callable[[str], None] | None,
+    ) -> None:
+        for start in range(0, len(rows), IMPORT_BATCH_SIZE):
+            model.objects.bulk_create(rows[start : start + IMPORT_BATCH_SIZE])
+            done = min(start + IMPORT_BATCH_SIZE, len(rows))
+            if progress is not None and (done % PROGRESS_EVERY == 0 or done == len(rows)):
+                progress(f"{what}: {done}/{len(rows)}")
+
+    def write(self, progress: Callable[[str], None] | None) -> ImportReport:
+        c, by, now, report = self.c, self.by, self.now, self.report
+        items = self.new_items + [
+            Item(collection=c, external_id=i, placeholder=True) for i in self.placeholders
+        ]
+        self._bulk_create(Item, items, "items", progress)
+        Item.objects.bulk_update(
+            self.filled_items,
+            ["title", "text", "url", "metadata", "placeholder"],
+            batch_size=IMPORT_BATCH_SIZE,
+        )
+        self.items.update((i.external_id, i) for i in items)
+        report.items_created = len(self.new_items)
+        report.placeholders_created = len(self.placeholders)
+        report.placeholders_filled = len(self.filled_items)
+
+        changes: list[QueryStatusChange] = []
+        for query in self.new_queries:
+            status, _ = self.claims.get(query.external_id, (QueryStatus.UNREVIEWED, None))
+            if status != QueryStatus.UNREVIEWED:
+                query.status, query.status_changed_by, query.status_changed_at = status, by, now
+        self._bulk_create(Query, self.new_queries, "queries", progress)
+        self.queries.update((q.external_id, q) for q in self.new_queries)
+        report.queries_created = len(self.new_queries)
+        for query_id, (status, _) in sorted(self.claims.items()):
+            query = self.queries[query_id]
+            if query_id not in self.new_query_ids:
+                Query.objects.filter(pk=query.pk).update(
+                    status=status, status_changed_by=by, status_changed_at=now
+                )
+            changes.append(
+                QueryStatusChange(
+                    query=query,
+                    old_status=QueryStatus.UNREVIEWED,
+                    new_status=status,
+                    changed_by=by,
+                    source=ChangeSource.IMPORT,
+                )
+            )
+            report.statuses_set[status] = report.statuses_set.get(status, 0) + 1
+        self._bulk_create(QueryStatusChange, changes, "status changes", progress)
+
+        evidence = [
+            EvidenceCondition(query=self.queries[q], groups=groups, updated_by=by)
+            for q, groups in self.new_evidence.items()
+        ]
+        self._bulk_create(EvidenceCondition, evidence, "evidence conditions", progress)
+        report.evidence_set = len(evidence)
+
+        judgments, history = [], []
+        for r in self.new_judgments:
+            query, item = self.queries[r.query], self.items[r.item]
+            reviewer = self.users.get(r.reviewer) if r.reviewer else None
+            judgments.append(
+                Judgment(
+                    query=query, item=item, grade=r.grade, reviewer=reviewer, note=r.note, version=1
+                )
+            )
+            history.append(
+                JudgmentChange(
+                    query=query,
+                    item=item,
+                    old_grade=None,
+                    new_grade=r.grade,
+                    new_note=r.note,
+                    version=1,
+                    changed_by=reviewer or by,
+                    source=ChangeSource.IMPORT,
+                )
+            )
+        self._bulk_create(Judgment, judgments, "judgments", progress)
+        self._bulk_create(JudgmentChange, history, "judgment history", progress)
+        report.judgments_created = len(judgments)
+
+        # A judged pair's review task is done, as when a reviewer records it.
+        judged = {(j.query_id, j.item_id) for j in judgments}
+        done = []
+        for chunk in _chunks(sorted({q for q, _ in judged})):
+            done += [
+                pk
+                for pk, q, i in ReviewTask.objects.filter(query_id__in=chunk)
+                .exclude(status=TaskStatus.DONE)
+                .values_list("pk", "query_id", "item_id")
+                if (q, i) in judged
+            ]
+        for chunk in _chunks(done):
+            ReviewTask.objects.filter(pk__in=chunk).update(
+                status=TaskStatus.DONE, claimed_by=None, lease_expires_at=None, updated_at=now
+            )
+        report.tasks_completed = len(done)
+
+        by_source: dict[str, list[tuple[int, int, int | None]]] = defaultdict(list)
+        for r in self.data.unjudged:
+            pair = (self.queries[r.query].pk, self.items[r.item].pk, r.rank)
+            by_source[r.source].append(pair)
+        for source, pairs in sorted(by_source.items()):
+            seen, created = queue_unjudged(collection=c, pairs=pairs, source=source)
+            report.unjudged_pairs += seen
+            report.tasks_created += created
+        return report

@@ -1,0 +1,167 @@
+"""All-or-nothing imports of bundles, topics, items and qrels.
+
+``formats`` reads the files and reports what a file gets wrong on its own;
+``import_collection_data`` checks the rest against the collection
+(``import_checks.py``), and writes (``import_writes.py``) only when nothing at all is
+wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import IntegrityError, transaction
+
+from ..formats import Bundle, CollectionRecord, Problem, Where
+from ..locks import lock_collection
+from ..models import Collection
+from ._common import User
+from .collections import create_collection, validate_scale
+from .errors import ImportRefused, InvariantError, VerityError
+from .import_checks import ImportReport
+from .import_writes import _ImportPlan
+
+
+def _import_target(
+    record: CollectionRecord | None, slug: str | None, *, create: bool
+) -> tuple[Collection, bool]:
+    """The collection to import into, locked, created from ``record`` when new."""
+    where = record.where if record is not None else Where("command line")
+    slug = slug or (record.slug if record is not None else None)
+    if not slug:
+        raise InvariantError("name the collection to import into, or import a bundle")
+    try:
+        validate_slug(slug)
+    except ValidationError:
+        raise ImportRefused(
+            [Problem(where, f"slug {slug!r} may hold only letters, digits, '-' and '_'")]
+        ) from None
+    existing = Collection.objects.filter(slug=slug).first()
+    if existing is None:
+        if record is None:
+            raise InvariantError(
+                f"collection '{slug}' does not exist; create it with --create --scale ... "
+                "--relevant-grade ..., or import a bundle that describes it"
+            )
+        try:
+            collection = create_collection(
+                slug=slug,
+                name=record.name,
+                scale=record.scale,
+                relevant_grade=record.relevant_grade,
+                unit=record.unit,
+                description=record.description,
+                guidelines=record.guidelines,
+                pool_depth=record.pool_depth,
+            )
+        except InvariantError as e:
+            raise ImportRefused([Problem(where, str(e))]) from None
+        return collection, True
+    if create:
+        raise ImportRefused(
+            [Problem(where, f"collection '{slug}' exists already; drop --create to import into it")]
+        )
+    # Exclusive: label writers hold the collection shared, so none runs while we import.
+    collection = lock_collection(existing.pk)
+    if record is not None:
+        differences = _collection_differences(collection, record)
+        if differences:
+            raise ImportRefused(
+                [
+                    Problem(
+                        where,
+                        f"collection '{slug}' exists with {'; '.join(differences)}. An import "
+                        "never changes a collection: import under a new slug "
+                        "(--collection NEW-SLUG), or make this line match",
+                    )
+                ]
+            )
+    return collection, False
+
+
+def _collection_differences(collection: Collection, record: CollectionRecord) -> list[str]:
+    try:
+        scale = validate_scale(record.scale, record.relevant_grade)
+    except InvariantError as e:
+        return [f"a valid scale, while this one is not ({e})"]
+    stored = {
+        "name": collection.name,
+        "description": collection.description,
+        "unit": collection.unit,
+        "scale": collection.scale,
+        "relevant_grade": collection.relevant_grade,
+        "guidelines": collection.guidelines,
+        "pool_depth": collection.pool_depth,
+    }
+    given = {
+        "name": record.name,
+        "description": record.description,
+        "unit": record.unit,
+        "scale": scale,
+        "relevant_grade": record.relevant_grade,
+        "guidelines": record.guidelines,
+        "pool_depth": record.pool_depth,
+    }
+
+    def short(value: Any) -> str:
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "…"
+
+    return [
+        f"{key} {short(stored[key])} (this file: {short(given[key])})"
+        for key in stored
+        if stored[key] != given[key]
+    ]
+
+
+@transaction.atomic
+def import_collection_data(
+    *,
+    data: Bundle,
+    collection_slug: str | None = None,
+    create: bool = False,
+    create_missing_items: bool = False,
+    set_status: bool = False,
+    by: User | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ImportReport:
+    """Import items, queries, judgments, statuses and unjudged pairs: all or nothing.
+
+    The target is ``collection_slug`` (or the bundle's slug): created from
+    ``data.collection`` when new, else it must exist and, when ``data.collection`` is
+    given, match it field by field; ``create=True`` insists that it is new. Every check
+    runs before any write, and any problem raises :class:`ImportRefused` listing them with
+    file and line, leaving the database as it was. Stored data is never overwritten: an
+    identical item, query or judgment is skipped and counted, a different one is refused;
+    placeholder items are filled in. Queries must be known (stored or imported); unknown
+    items are refused unless ``create_missing_items`` makes them placeholders. Statuses
+    keep the ``set_query_status`` invariants, and only an unreviewed query gets one;
+    ``set_status`` marks each unreviewed query of the import that has a relevant
+    judgment ``relevant``. History: a ``JudgmentChange`` (source import, version 1, by
+    the record's reviewer, else ``by``) per judgment and a ``QueryStatusChange`` per
+    status set. Imported judgments complete their pairs' review tasks; unjudged records
+    (qrels grade -1) are queued through ``queue_unjudged``.
+    """
+    collection, created = _import_target(data.collection, collection_slug, create=create)
+    plan = _ImportPlan(
+        collection,
+        data,
+        create_missing_items=create_missing_items,
+        set_status=set_status,
+        by=by,
+    )
+    plan.check()
+    if plan.problems:
+        raise ImportRefused(plan.problems)
+    try:
+        report = plan.write(progress)
+    except IntegrityError as e:  # a concurrent writer that does not lock the collection
+        raise VerityError(
+            f"the collection changed while importing ({e}); nothing was imported, run the "
+            "import again"
+        ) from None
+    report.collection_created = created
+    return report

@@ -1,0 +1,364 @@
+"""Judgments: record, remove and undo one (query, item) judgment, with its history row.
+
+Every change is compare-and-set on the judgment's version and writes its
+``JudgmentChange`` in the same transaction; recording a judgment completes the pair's
+review task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ..locks import lock_query
+from ..models import (
+    ChangeSource,
+    Collection,
+    Item,
+    Judgment,
+    JudgmentChange,
+    Query,
+    QueryStatus,
+    ReviewTask,
+    TaskStatus,
+)
+from ._common import User
+from .errors import InvariantError, JudgmentConflict
+from .queue import DEFAULT_LEASE
+
+
+def _check_grade(collection: Collection, grade: int, *, where: str = "") -> None:
+    if type(grade) is not int or grade not in collection.grades:
+        names = ", ".join(f"{g['grade']} {g['name']}" for g in collection.scale)
+        raise InvariantError(f"{where}grade {grade!r} is not on the scale ({names})")
+
+
+def _has_other_relevant(query: Query, *, excluding_item_id: int) -> bool:
+    return (
+        Judgment.objects.filter(query=query, grade__gte=query.collection.relevant_grade)
+        .exclude(item_id=excluding_item_id)
+        .exists()
+    )
+
+
+@transaction.atomic
+def record_judgment(
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    reviewer: User | None,
+    expected_version: int | None,
+    note: str = "",
+    source: str = ChangeSource.UI,
+) -> Judgment:
+    """Create or change the one judgment of (query, item), with its history row.
+
+    ``expected_version`` is ``None`` to create, or the version the edit was based on;
+    a stale one raises :class:`JudgmentConflict` and changes nothing (compare-and-set).
+    The grade must be on the collection's scale; a relevant grade on a ``no_answer``
+    query is refused, and so is removing the last relevant judgment of a ``relevant``
+    query. Recording the judgment completes the pair's review task.
+    """
+    query = lock_query(query.pk)
+    collection = query.collection
+    if item.collection_id != collection.pk:
+        raise InvariantError(f"item '{item.external_id}' belongs to another collection")
+    _check_grade(collection, grade)
+    relevant = collection.is_relevant_grade(grade)
+    if relevant and query.status == QueryStatus.NO_ANSWER:
+        raise InvariantError(
+            f"query '{query.external_id}' is marked 'confirmed no answer', so it cannot get "
+            f"a relevant judgment (grade {grade}); set its status to unreviewed first"
+        )
+    now = timezone.now()
+    current = Judgment.objects.filter(query=query, item=item).select_related("reviewer").first()
+    if expected_version is None:
+        if current is not None:
+            raise JudgmentConflict(query.external_id, item.external_id, None, current)
+        try:
+            with transaction.atomic():
+                judgment = Judgment.objects.create(
+                    query=query, item=item, grade=grade, reviewer=reviewer, note=note, version=1
+                )
+        except IntegrityError:
+            current = Judgment.objects.select_related("reviewer").get(query=query, item=item)
+            raise JudgmentConflict(query.external_id, item.external_id, None, current) from None
+        old_grade, old_note = None, ""
+    else:
+        if current is None or current.version != expected_version:
+            if current is None:
+                raise InvariantError(
+                    f"item '{item.external_id}' has no judgment for query "
+                    f"'{query.external_id}' to edit; create it instead"
+                )
+            raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
+        if (
+            not relevant
+            and collection.is_relevant_grade(current.grade)
+            and query.status == QueryStatus.RELEVANT
+            and not _has_other_relevant(query, excluding_item_id=item.pk)
+        ):
+            raise InvariantError(
+                f"item '{item.external_id}' is the only relevant item of query "
+                f"'{query.external_id}', which is marked 'has relevant items'; "
+                "set the query's status to unreviewed or no answer first"
+            )
+        changed = Judgment.objects.filter(pk=current.pk, version=expected_version).update(
+            grade=grade, note=note, reviewer=reviewer, version=F("version") + 1, updated_at=now
+        )
+        if changed != 1:
+            current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
+            raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
+        old_grade, old_note = current.grade, current.note
+        # The compare-and-set above wrote exactly these values: no need to read them back.
+        current.grade, current.note, current.reviewer = grade, note, reviewer
+        current.version, current.updated_at = expected_version + 1, now
+        judgment = current
+    JudgmentChange.objects.create(
+        query=query,
+        item=item,
+        old_grade=old_grade,
+        new_grade=grade,
+        old_note=old_note,
+        new_note=note,
+        version=judgment.version,
+        changed_by=reviewer,
+        source=source,
+    )
+    ReviewTask.objects.filter(query=query, item=item).exclude(status=TaskStatus.DONE).update(
+        status=TaskStatus.DONE, claimed_by=None, lease_expires_at=None, updated_at=now
+    )
+    return judgment
+
+
+@transaction.atomic
+def remove_judgment(
+    *,
+    query: Query,
+    item: Item,
+    reviewer: User | None,
+    expected_version: int,
+    source: str = ChangeSource.UI,
+) -> None:
+    """Remove the judgment of (query, item), as an undo of its creation.
+
+    Compare-and-set on ``expected_version`` like an edit; the history row records
+    old → none. The pair's review task, if it had one, goes back to the queue; removing
+    the last relevant judgment of a ``relevant`` query is refused.
+    """
+    query = lock_query(query.pk)
+    current = Judgment.objects.filter(query=query, item=item).select_related("reviewer").first()
+    if current is None:
+        raise InvariantError(
+            f"item '{item.external_id}' has no judgment for query '{query.external_id}'"
+        )
+    if current.version != expected_version:
+        raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
+    if (
+        query.collection.is_relevant_grade(current.grade)
+        and query.status == QueryStatus.RELEVANT
+        and not _has_other_relevant(query, excluding_item_id=item.pk)
+    ):
+        raise InvariantError(
+            f"item '{item.external_id}' is the only relevant item of query "
+            f"'{query.external_id}', which is marked 'has relevant items'; "
+            "set the query's status to unreviewed first"
+        )
+    removed, _ = Judgment.objects.filter(pk=current.pk, version=expected_version).delete()
+    if removed != 1:
+        current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
+        raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
+    JudgmentChange.objects.create(
+        query=query,
+        item=item,
+        old_grade=current.grade,
+        new_grade=None,
+        old_note=current.note,
+        new_note="",
+        version=current.version + 1,
+        changed_by=reviewer,
+        source=source,
+    )
+    ReviewTask.objects.filter(query=query, item=item, status=TaskStatus.DONE).update(
+        status=TaskStatus.PENDING, updated_at=timezone.now()
+    )
+
+
+@dataclass(frozen=True)
+class UndoneChange:
+    """What ``undo_judgment_change`` did: the change it undid, the judgment as restored
+    (``None`` when the undo removed it), and the review task handed back to the reviewer
+    when the removal reopened one."""
+
+    change: JudgmentChange
+    judgment: Judgment | None
+    task: ReviewTask | None
+
+
+@transaction.atomic
+def undo_judgment_change(
+    *, change: JudgmentChange, reviewer: User, lease: timedelta = DEFAULT_LEASE
+) -> UndoneChange:
+    """Undo one of the reviewer's own judgment changes, when nothing has changed it since.
+
+    Only the pair's latest change can be undone, and only while the judgment is still at
+    the version that change made (a removal and re-creation resets versions, so both are
+    checked); otherwise :class:`JudgmentConflict` (or :class:`InvariantError` when the
+    judgment is gone) and nothing changes. A creation is undone with ``remove_judgment``,
+    an edit with ``record_judgment`` restoring the old grade and note: the same
+    compare-and-set and invariants, and a history row of its own. When the removal puts
+    the pair's review task back in the queue, it is claimed for this reviewer (with a
+    lease) so that they can judge it again at once.
+    """
+    if change.changed_by_id != reviewer.pk:
+        raise InvariantError("you can only undo your own changes")
+    if change.new_grade is None:
+        raise InvariantError(
+            f"that change already removed the judgment of item '{change.item.external_id}'; "
+            "judge the item again instead"
+        )
+    query = lock_query(change.query_id)
+    item = change.item
+    latest = (
+        JudgmentChange.objects.filter(query=query, item=item).order_by("-pk").values("pk").first()
+    )
+    current = Judgment.objects.filter(query=query, item=item).select_related("reviewer").first()
+    if latest is None or latest["pk"] != change.pk:
+        if current is None:
+            raise InvariantError(
+                f"the judgment of item '{item.external_id}' for query '{query.external_id}' "
+                "was removed since; there is nothing to undo"
+            )
+        raise JudgmentConflict(query.external_id, item.external_id, change.version, current)
+    if change.old_grade is None:
+        remove_judgment(
+            query=query,
+            item=item,
+            reviewer=reviewer,
+            expected_version=change.version,
+            source=ChangeSource.UI,
+        )
+        now = timezone.now()
+        task = ReviewTask.objects.filter(query=query, item=item, status=TaskStatus.PENDING).first()
+        if task is not None:
+            ReviewTask.objects.filter(pk=task.pk, status=TaskStatus.PENDING).update(
+                status=TaskStatus.CLAIMED,
+                claimed_by=reviewer,
+                lease_expires_at=now + lease,
+                updated_at=now,
+            )
+            task.refresh_from_db()
+        return UndoneChange(change=change, judgment=None, task=task)
+    judgment = record_judgment(
+        query=query,
+        item=item,
+        grade=change.old_grade,
+        note=change.old_note,
+        reviewer=reviewer,
+        expected_version=change.version,
+        source=ChangeSource.UI,
+    )
+    return UndoneChange(change=change, judgment=judgment, task=None)
+
+
+def record_judgment_once(
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    reviewer: User | None,
+    client_key: str | None,
+    note: str = "",
+    source: str = ChangeSource.API,
+) -> tuple[Judgment, bool]:
+    """Create the judgment of (query, item), at most once per client key; return
+    (judgment, created).
+
+    A retried create that carries the key of a stored judgment of the same pair returns
+    that judgment as it is now (``created`` False) instead of a conflict or a duplicate;
+    a key stored for any other judgment is refused. Without a key it is
+    ``record_judgment(expected_version=None)``. The query lock serialises retries of one
+    pair, so two concurrent sends of one key create one judgment.
+    """
+    with transaction.atomic():
+        query = lock_query(query.pk)
+        if client_key is not None:
+            stored = Judgment.objects.filter(client_key=client_key).first()
+            if stored is not None:
+                if (stored.query_id, stored.item_id) != (query.pk, item.pk):
+                    # Say nothing about the other judgment: it may be in a collection
+                    # that this client cannot see.
+                    raise InvariantError(
+                        f"the client key '{client_key}' was already used for another "
+                        "judgment; send a new key (e.g. a UUID) with each new judgment"
+                    )
+                return stored, False
+        judgment = record_judgment(
+            query=query,
+            item=item,
+            grade=grade,
+            reviewer=reviewer,
+            expected_version=None,
+            note=note,
+            source=source,
+        )
+        if client_key is not None:
+            try:
+                with transaction.atomic():
+                    Judgment.objects.filter(pk=judgment.pk).update(client_key=client_key)
+            except IntegrityError:
+                raise InvariantError(
+                    f"the client key '{client_key}' was used for another judgment at the "
+                    "same moment; send a new key with each new judgment"
+                ) from None
+            judgment.client_key = client_key
+        return judgment, True
+
+
+def judge_task(
+    *,
+    task: ReviewTask,
+    reviewer: User,
+    grade: int,
+    note: str = "",
+    client_key: str | None = None,
+    source: str = ChangeSource.API,
+) -> tuple[Judgment, bool]:
+    """Record the judgment of a review task's pair; return (judgment, created).
+
+    Refused while another reviewer holds the task's live lease. Recording completes the
+    task (``record_judgment``); a pair judged meanwhile raises :class:`JudgmentConflict`,
+    unless ``client_key`` names that very judgment (a retry), which is returned as it is.
+    """
+    with transaction.atomic():
+        lock_query(task.query_id)  # the lock order of every label change: query, then task
+        task = (
+            ReviewTask.objects.select_for_update(of=("self",))
+            .select_related("claimed_by", "query", "item")
+            .get(pk=task.pk)
+        )
+        if (
+            task.status == TaskStatus.CLAIMED
+            and task.claimed_by_id != reviewer.pk
+            and task.lease_expires_at is not None
+            and task.lease_expires_at > timezone.now()
+        ):
+            holder = task.claimed_by.get_username() if task.claimed_by else "another reviewer"
+            raise InvariantError(
+                f"this task is claimed by {holder} until {task.lease_expires_at:%H:%M:%S} UTC; "
+                "claim another one, or wait for the lease to expire"
+            )
+        return record_judgment_once(
+            query=task.query,
+            item=task.item,
+            grade=grade,
+            reviewer=reviewer,
+            client_key=client_key,
+            note=note,
+            source=source,
+        )

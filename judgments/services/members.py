@@ -1,0 +1,49 @@
+"""Who may do what in a collection: members' roles, keeping an admin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from ..locks import lock_collection
+from ..models import Collection, Membership, Role
+from .errors import InvariantError
+
+
+@transaction.atomic
+def set_membership(*, collection: Collection, user: Any, role: str | None) -> Membership | None:
+    """Give ``user`` exactly ``role`` in the collection, or remove them with ``None``."""
+    if role is None:
+        Membership.objects.filter(collection=collection, user=user).delete()
+        return None
+    if role not in Role.values:
+        raise InvariantError(f"role {role!r} must be one of {', '.join(Role.values)}")
+    membership, _ = Membership.objects.update_or_create(
+        collection=collection, user=user, defaults={"role": role}
+    )
+    return membership
+
+
+@transaction.atomic
+def set_member_role(*, collection: Collection, user: Any, role: str | None) -> Membership | None:
+    """``set_membership``, keeping at least one admin member in a collection that has one.
+
+    Demoting or removing the last admin is refused: nobody but a superuser could manage
+    the members afterwards.
+    """
+    collection = lock_collection(collection.pk)  # one member change at a time
+    current = Membership.objects.filter(collection=collection, user=user).first()
+    if (
+        current is not None
+        and current.role == Role.ADMIN
+        and role != Role.ADMIN
+        and not Membership.objects.filter(collection=collection, role=Role.ADMIN)
+        .exclude(pk=current.pk)
+        .exists()
+    ):
+        raise InvariantError(
+            f"{user.get_username()} is the last admin of '{collection.slug}'; make another "
+            "member admin first"
+        )
+    return set_membership(collection=collection, user=user, role=role)

@@ -1,0 +1,216 @@
+"""The review queue: unjudged pairs queued as tasks, claimed with a lease, skipped, released."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Min, Q
+from django.utils import timezone
+
+from ..locks import share_collection
+from ..models import (
+    Collection,
+    Judgment,
+    Query,
+    ReviewTask,
+    TaskSkip,
+    TaskSource,
+    TaskStatus,
+)
+from ._common import User
+from .errors import InvariantError
+
+
+def task_priority(*, best_rank: int | None, n_sources: int) -> int:
+    """Serve first what many sources surfaced, then what they ranked highest."""
+    return n_sources * 10_000 - min(best_rank or 9_999, 9_999)
+
+
+@transaction.atomic
+def queue_unjudged(
+    *,
+    collection: Collection,
+    pairs: Iterable[tuple[int, int, int | None]],
+    source: str,
+) -> tuple[int, int]:
+    """Queue (query pk, item pk, rank) pairs that have no judgment as review tasks.
+
+    One task per pair however many sources surface it (deduplicated across runs); each
+    source label is remembered once per task with its best rank, and the task's priority
+    favours the number of sources, then the best rank. A judged pair is never queued.
+    Returns (unjudged pairs seen, tasks newly created). Atomic; safe to run concurrently
+    with another queueing of the same pairs (one task each, every source counted).
+    Ids go into IN clauses: callers pass a few hundred queries' pairs at a time.
+    """
+    wanted: dict[tuple[int, int], int | None] = {}
+    for query_id, item_id, rank in pairs:
+        key = (query_id, item_id)
+        old = wanted.get(key)
+        if key not in wanted or (rank is not None and (old is None or rank < old)):
+            wanted[key] = rank
+    if not wanted:
+        return 0, 0
+    share_collection(collection.pk)
+    query_ids = {q for q, _ in wanted}
+    # Lock the queries (in pk order, as every service does) so that no judgment of these
+    # pairs commits between reading the judged pairs and queueing the rest.
+    list(Query.objects.filter(pk__in=query_ids).order_by("pk").select_for_update().values("pk"))
+    judged = set(Judgment.objects.filter(query_id__in=query_ids).values_list("query_id", "item_id"))
+    unjudged = {k: r for k, r in wanted.items() if k not in judged}
+
+    def read_tasks() -> dict[tuple[int, int], int]:
+        return {
+            (q, i): pk
+            for pk, q, i in ReviewTask.objects.filter(query_id__in=query_ids).values_list(
+                "pk", "query_id", "item_id"
+            )
+        }
+
+    tasks = read_tasks()
+    while True:
+        new_tasks = [
+            ReviewTask(
+                collection=collection,
+                query_id=query_id,
+                item_id=item_id,
+                source=source,
+                best_rank=rank,
+                priority=task_priority(best_rank=rank, n_sources=1),
+            )
+            for (query_id, item_id), rank in sorted(unjudged.items())  # one order: no deadlock
+            if (query_id, item_id) not in tasks
+        ]
+        try:
+            with transaction.atomic():
+                created = ReviewTask.objects.bulk_create(new_tasks, batch_size=2000)
+            break
+        except IntegrityError:
+            # Another transaction queued some of these pairs first; the insert waited for
+            # it to commit, so a fresh read finds its tasks. Insert only the rest.
+            known = len(tasks)
+            tasks = read_tasks()
+            if len(tasks) == known:
+                raise
+    tasks.update({(t.query_id, t.item_id): t.pk for t in created})
+    # Lock the tasks (in pk order) before reading their sources, so that a concurrent
+    # queueing of the same pairs counts this one's sources in the priority, not only its own.
+    affected = list(
+        ReviewTask.objects.filter(pk__in=[tasks[k] for k in unjudged])
+        .order_by("pk")
+        .select_for_update()
+        .only("id", "query_id", "item_id", "best_rank", "priority", "status")
+    )
+    known_sources = {
+        s.task_id: s
+        for s in TaskSource.objects.filter(task_id__in=[t.pk for t in affected], label=source)
+    }
+    fresh_sources, better_sources = [], []
+    for task in affected:
+        rank = unjudged[(task.query_id, task.item_id)]
+        known = known_sources.get(task.pk)
+        if known is None:
+            fresh_sources.append(TaskSource(task=task, label=source, rank=rank))
+        elif rank is not None and (known.rank is None or rank < known.rank):
+            known.rank = rank
+            better_sources.append(known)
+    TaskSource.objects.bulk_create(fresh_sources, batch_size=2000)
+    TaskSource.objects.bulk_update(better_sources, ["rank"], batch_size=2000)
+    stats = {
+        row["task_id"]: row
+        for row in TaskSource.objects.filter(task_id__in=[t.pk for t in affected])
+        .values("task_id")
+        .annotate(best=Min("rank"), n=Count("id"))
+    }
+    changed = []
+    for task in affected:
+        row = stats[task.pk]
+        priority = task_priority(best_rank=row["best"], n_sources=row["n"])
+        if (task.best_rank, task.priority) != (row["best"], priority):
+            task.best_rank, task.priority = row["best"], priority
+            changed.append(task)
+    ReviewTask.objects.bulk_update(changed, ["best_rank", "priority"], batch_size=2000)
+    return len(unjudged), len(created)
+
+
+DEFAULT_LEASE = timedelta(minutes=10)
+
+
+def claim_next_task(
+    *, reviewer: User, collection: Collection, lease: timedelta = DEFAULT_LEASE
+) -> ReviewTask | None:
+    """Hand one open task to one reviewer, with a lease; ``None`` when the queue is empty.
+
+    A reviewer who already holds a live lease gets that task back (a reload never claims
+    a second one). Otherwise the highest-priority task that is pending, or whose lease
+    expired, and that this reviewer has not skipped, is claimed by compare-and-set, so
+    no task is ever held by two reviewers; on PostgreSQL ``SKIP LOCKED`` keeps
+    concurrent reviewers from queueing behind one row.
+    """
+    now = timezone.now()
+    held = (
+        ReviewTask.objects.filter(
+            collection=collection,
+            status=TaskStatus.CLAIMED,
+            claimed_by=reviewer,
+            lease_expires_at__gt=now,
+        )
+        .order_by("lease_expires_at")
+        .first()
+    )
+    if held is not None:
+        return held
+    for _ in range(20):
+        with transaction.atomic():
+            open_tasks = (
+                ReviewTask.objects.filter(collection=collection)
+                .filter(
+                    Q(status=TaskStatus.PENDING)
+                    | Q(status=TaskStatus.CLAIMED, lease_expires_at__lte=now)
+                )
+                .exclude(skips__reviewer=reviewer)
+                .order_by("-priority", "pk")
+            )
+            if connection.features.has_select_for_update_skip_locked:
+                open_tasks = open_tasks.select_for_update(skip_locked=True, of=("self",))
+            task = open_tasks.first()
+            if task is None:
+                return None
+            won = ReviewTask.objects.filter(
+                pk=task.pk, status=task.status, lease_expires_at=task.lease_expires_at
+            ).update(
+                status=TaskStatus.CLAIMED,
+                claimed_by=reviewer,
+                lease_expires_at=now + lease,
+                updated_at=now,
+            )
+            if won == 1:
+                task.status, task.claimed_by = TaskStatus.CLAIMED, reviewer
+                task.lease_expires_at, task.updated_at = now + lease, now
+                return task
+        now = timezone.now()
+    return None
+
+
+@transaction.atomic
+def skip_task(*, task: ReviewTask, reviewer: User) -> None:
+    """Give a claimed task back to the queue for others; this reviewer is not offered it
+    again. Only the reviewer holding the lease may skip it."""
+    released = ReviewTask.objects.filter(
+        pk=task.pk, status=TaskStatus.CLAIMED, claimed_by=reviewer
+    ).update(status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None)
+    if released != 1:
+        raise InvariantError("this task is not held by you (its lease may have expired)")
+    TaskSkip.objects.get_or_create(task=task, reviewer=reviewer)
+
+
+def release_expired_leases(*, collection: Collection | None = None) -> int:
+    """Return tasks whose lease ran out to ``pending``. Claiming already treats them as
+    open; this tidies the status for progress counts."""
+    tasks = ReviewTask.objects.filter(
+        status=TaskStatus.CLAIMED, lease_expires_at__lte=timezone.now()
+    )
+    if collection is not None:
+        tasks = tasks.filter(collection=collection)
+    return tasks.update(status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None)
