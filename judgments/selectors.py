@@ -293,6 +293,11 @@ def may(user: Any, collection: Collection, role: str) -> bool:
     return held is not None and ROLE_RANK[Role(held)] >= ROLE_RANK[Role(role)]
 
 
+def may_score(user: Any, collection: Any) -> bool:
+    """Scoring stores evaluations: an evaluator's action (``Role.EVALUATOR``)."""
+    return may(user, collection, Role.EVALUATOR)
+
+
 # -- review UI ------------------------------------------------------------------------------
 # Reads for the reviewer's pages. Counts come from grouped aggregates (one query per kind
 # of row), never from several Count()s over different joins, which multiply rows.

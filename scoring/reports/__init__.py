@@ -1,0 +1,96 @@
+"""Reports built from stored evaluations: the evaluation report, stage diagnosis, paired
+comparison, and their CSV form.
+
+Everything here reads (through ``selectors``) and computes; the one write is
+``diagnosis_for`` scoring a stage through ``score_run_stage`` for a caller who may. The
+dicts returned are the JSON the API and ``manage.py score --json`` print; the HTML pages
+render the same dicts, so the browser, the API and the CLI cannot disagree. ``None``
+means undefined and is shown as "undefined", never as 0.
+
+One module per concept: ``formatting`` (how values are shown), ``report`` (the evaluation
+report), ``diagnosis`` (stage diagnosis), ``comparison`` (paired comparison; the
+statistics are the sibling ``scoring.comparison``) and ``csv`` (the CSV form of all
+three). ``may_score`` is a role rule and lives with the others in ``judgments.selectors``.
+"""
+
+from judgments.selectors import may_score
+from scoring.reports.comparison import (
+    COMPARED_PARAMS,
+    ComparisonRefused,
+    compare_evaluations,
+    comparison_refusals,
+)
+from scoring.reports.csv import (
+    comparison_csv,
+    diagnosis_csv,
+    report_csv,
+    report_csv_rows,
+    to_csv,
+)
+from scoring.reports.diagnosis import (
+    LOSS_GLOSS,
+    DiagnosisError,
+    build_diagnosis,
+    diagnose,
+    diagnosis_for,
+    diagnosis_params,
+    outcome_kinds,
+)
+from scoring.reports.formatting import (
+    MEASURE_NAMES,
+    RATE_FAMILIES,
+    UNJUDGED_POLICIES,
+    UNTESTED_FAMILIES,
+    fmt_diff,
+    fmt_number,
+    fmt_p,
+    fmt_value,
+    is_rate,
+    measure_label,
+    sort_value,
+)
+from scoring.reports.report import (
+    EXCLUSION_REASONS,
+    REPORT_VERSION,
+    abstention_of,
+    accounting_of,
+    build_report,
+    header_of,
+)
+
+__all__ = [
+    "COMPARED_PARAMS",
+    "EXCLUSION_REASONS",
+    "LOSS_GLOSS",
+    "MEASURE_NAMES",
+    "RATE_FAMILIES",
+    "REPORT_VERSION",
+    "UNJUDGED_POLICIES",
+    "UNTESTED_FAMILIES",
+    "ComparisonRefused",
+    "DiagnosisError",
+    "abstention_of",
+    "accounting_of",
+    "build_diagnosis",
+    "build_report",
+    "compare_evaluations",
+    "comparison_csv",
+    "comparison_refusals",
+    "diagnose",
+    "diagnosis_csv",
+    "diagnosis_for",
+    "diagnosis_params",
+    "fmt_diff",
+    "fmt_number",
+    "fmt_p",
+    "fmt_value",
+    "header_of",
+    "is_rate",
+    "may_score",
+    "measure_label",
+    "outcome_kinds",
+    "report_csv",
+    "report_csv_rows",
+    "sort_value",
+    "to_csv",
+]
