@@ -128,13 +128,13 @@ def test_healthz_checks_the_database(db):
 
 
 def test_healthz_is_503_when_the_database_is_down(db, monkeypatch):
-    from judgments.api import views
+    from judgments.api.views import health
 
     class Down:
         def cursor(self):
             raise OperationalError("connection refused")
 
-    monkeypatch.setattr(views, "connection", Down())
+    monkeypatch.setattr(health, "connection", Down())
     response = Client().get("/healthz")
     assert response.status_code == 503
     assert response.json() == {"status": "error", "database": "unavailable: OperationalError"}

@@ -1,0 +1,163 @@
+"""API views of snapshots: list, freeze, diff, and the streamed qrels export."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from judgments.models import Role, Snapshot
+from judgments.selectors import (
+    diff_snapshots,
+    snapshot_canonical_lines,
+    snapshot_of,
+    snapshot_trec_lines,
+)
+from judgments.services import freeze_snapshot
+
+from .. import serializers as s
+from ..permissions import CollectionScoped
+from .common import error
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The collection's snapshots, newest first."),
+    retrieve=extend_schema(summary="One snapshot: its content hash and counts."),
+    create=extend_schema(
+        summary="Freeze the collection's labels as the next snapshot (evaluator).",
+        description="201 with the new version; 200 with the latest one (`created` false) "
+        "when nothing changed since it.",
+        request=s.FreezeInput,
+        responses={201: s.FreezeResultSerializer, 200: s.FreezeResultSerializer},
+    ),
+)
+@extend_schema(tags=["snapshots"])
+class SnapshotViewSet(CollectionScoped, mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.SnapshotSerializer
+    required_roles = {"create": Role.EVALUATOR}
+    lookup_field = "number"
+
+    def get_queryset(self) -> QuerySet[Snapshot]:
+        if self.schema_only():
+            return Snapshot.objects.none()
+        return (
+            Snapshot.objects.filter(collection=self.collection)
+            .select_related("created_by")
+            .order_by("-number")
+        )
+
+    def retrieve(self, request: Request, slug: str, number: int) -> Response:
+        return Response(self.get_serializer(snapshot_of(self.collection, number)).data)
+
+    def create(self, request: Request, slug: str) -> Response:
+        data = s.FreezeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        snapshot, created = freeze_snapshot(
+            collection=self.collection, by=request.user, note=data.validated_data["note"]
+        )
+        body = s.FreezeResultSerializer(snapshot, context={"created": created}).data
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(
+        summary="What changed from snapshot {number} to snapshot {other}.",
+        responses={200: s.SnapshotDiffSerializer},
+    )
+    def diff(self, request: Request, slug: str, number: int, other: int) -> Response:
+        a, b = snapshot_of(self.collection, number), snapshot_of(self.collection, other)
+        return Response(s.SnapshotDiffSerializer(diff_snapshots(a, b)).data)
+
+
+class IgnoreFormatParameter(DefaultContentNegotiation):
+    """The qrels export's ``?format=`` picks the export format; errors are JSON."""
+
+    def select_renderer(
+        self, request: Request, renderers: list[Any], format_suffix: str | None = None
+    ) -> tuple[Any, str]:
+        return renderers[0], renderers[0].media_type
+
+
+QRELS_MEDIA_TYPES = {"trec": "text/plain; charset=utf-8", "jsonl": "application/jsonl"}
+TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
+def _encoded(lines: Iterator[str]) -> Iterator[bytes]:
+    for line in lines:
+        yield line.encode("utf-8")
+
+
+@extend_schema(
+    tags=["snapshots"],
+    summary="Export a snapshot's qrels (evaluator), streamed.",
+    description="TREC qrels `qid 0 docid grade` sorted by (qid, docid), byte-identical to "
+    "`manage.py export_qrels SLUG --snapshot N`; `with_unjudged=1` adds open review "
+    "tasks as grade -1. `format=jsonl` gives the snapshot's canonical form (statuses, "
+    "evidence, unjudged markers), whose sha256 is the snapshot's content hash. The ETag is "
+    '`"sha256:<content hash>"` in both formats; If-None-Match with it answers 304.',
+    parameters=[
+        OpenApiParameter(
+            "format",
+            OpenApiTypes.STR,
+            enum=list(QRELS_MEDIA_TYPES),
+            default="trec",
+            description="trec (text/plain) or jsonl (canonical form, application/jsonl).",
+        ),
+        OpenApiParameter(
+            "with_unjudged",
+            OpenApiTypes.BOOL,
+            default=False,
+            description="trec: add 'qid 0 docid -1' for the snapshot's unjudged markers.",
+        ),
+    ],
+    responses={
+        (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels."),
+        (200, "application/jsonl"): OpenApiResponse(
+            OpenApiTypes.STR, description="The canonical form, one JSON array per line."
+        ),
+        304: OpenApiResponse(description="If-None-Match named this ETag: unchanged."),
+        400: error("format or with_unjudged has a value not listed."),
+    },
+)
+class QrelsView(CollectionScoped, APIView):
+    required_roles = {"GET": Role.EVALUATOR}
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = IgnoreFormatParameter
+
+    def get(self, request: Request, slug: str, number: int) -> HttpResponse:
+        fmt = request.query_params.get("format", "trec")
+        if fmt not in QRELS_MEDIA_TYPES:
+            raise serializers.ValidationError({"format": f"{fmt!r} is not one of trec, jsonl"})
+        flag = request.query_params.get("with_unjudged", "0").strip().lower()
+        if flag not in TRUE | FALSE:
+            raise serializers.ValidationError({"with_unjudged": f"{flag!r} is not 1 or 0"})
+        snapshot = snapshot_of(self.collection, number)
+        etag = f'"sha256:{snapshot.content_hash}"'
+        if etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
+            response = HttpResponse(status=304)
+        else:
+            chunks = (
+                snapshot_canonical_lines(snapshot)
+                if fmt == "jsonl"
+                else _encoded(snapshot_trec_lines(snapshot, with_unjudged=flag in TRUE))
+            )
+            response = StreamingHttpResponse(chunks, content_type=QRELS_MEDIA_TYPES[fmt])
+            suffix = "jsonl" if fmt == "jsonl" else "qrels"
+            response["Content-Disposition"] = (
+                f'inline; filename="{self.collection.slug}-v{snapshot.number}.{suffix}"'
+            )
+        response["ETag"] = etag
+        return response

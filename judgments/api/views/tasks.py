@@ -1,0 +1,103 @@
+"""API views of review tasks: list, claim the next one, skip it, judge it."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from judgments.models import ChangeSource, ReviewTask
+from judgments.services import JudgmentConflict, claim_next_task, judge_task, skip_task
+
+from .. import serializers as s
+from ..filters import TaskFilter
+from ..permissions import CollectionScoped
+from .common import NamedLookup, error
+from .judgments import (
+    CONFLICT_CREATE,
+    ETAG_HEADER,
+    IDEMPOTENCY_KEY,
+    idempotency_key,
+    judgment_conflict,
+    judgment_response,
+)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The collection's review tasks, highest priority first."),
+    retrieve=extend_schema(summary="One review task, with the query and item to read."),
+)
+@extend_schema(tags=["tasks"])
+class TaskViewSet(
+    CollectionScoped,
+    NamedLookup,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = s.TaskSerializer
+    filterset_class = TaskFilter
+    lookup_field = "pk"
+    lookup_what = "review task"
+
+    def get_queryset(self) -> QuerySet[ReviewTask]:
+        if self.schema_only():
+            return ReviewTask.objects.none()
+        return (
+            ReviewTask.objects.filter(collection=self.collection)
+            .select_related("query", "item", "claimed_by")
+            .prefetch_related("sources")
+            .order_by("-priority", "pk")
+        )
+
+    @extend_schema(
+        summary="Claim the next open task, with a 10-minute lease.",
+        description="A reviewer holding a live lease gets that task back. 204 when no task "
+        "is open for you (skipped ones are not offered again).",
+        request=None,
+        responses={200: s.TaskSerializer, 204: OpenApiResponse(description="Queue empty.")},
+    )
+    def claim(self, request: Request, slug: str) -> Response:
+        task = claim_next_task(reviewer=request.user, collection=self.collection)
+        if task is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(self.get_serializer(self.get_queryset().get(pk=task.pk)).data)
+
+    @extend_schema(
+        summary="Give back a task you hold; it is not offered to you again.",
+        request=None,
+        responses={204: None, 409: error("You do not hold this task (its lease may have ended).")},
+    )
+    def skip(self, request: Request, slug: str, pk: int) -> Response:
+        skip_task(task=self.get_object(), reviewer=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="Judge the task's (query, item) pair; this completes the task.",
+        description="201 with the judgment; refused (409) while another reviewer holds the "
+        "task, or when the pair was judged meanwhile (`current`). A client key makes a retry "
+        "return the judgment it created (200).",
+        parameters=[IDEMPOTENCY_KEY],
+        request=s.TaskJudgeInput,
+        responses={201: ETAG_HEADER, 200: ETAG_HEADER, 409: CONFLICT_CREATE},
+    )
+    def judge(self, request: Request, slug: str, pk: int) -> Response:
+        task = self.get_object()
+        data = s.TaskJudgeInput(data=request.data, context={"collection": self.collection})
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        key = idempotency_key(request, v.get("client_key"))
+        try:
+            judgment, created = judge_task(
+                task=task,
+                reviewer=request.user,
+                grade=v["grade"],
+                note=v["note"],
+                client_key=key,
+                source=ChangeSource.API,
+            )
+        except JudgmentConflict as conflict:
+            raise judgment_conflict(409, conflict, slug) from None
+        return judgment_response(judgment, created=created, slug=slug, replayed=not created)

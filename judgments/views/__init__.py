@@ -1,0 +1,26 @@
+"""The reviewer's pages: collections, one collection's queries, the review queue, a query.
+
+Views parse the request, call one service or selector, and render. The queue's POST
+endpoints answer JSON to the page's script (``Accept: application/json``), with the next
+panel as server-rendered HTML, and redirect or render a whole page otherwise, so the
+queue also works without JavaScript. Nothing is ever saved over someone else's change:
+a stale edit renders both values and waits for the reviewer to choose.
+"""
+
+from .collections import collection_detail, home
+from .common import member_view, wants_json
+from .queries import query_detail
+from .review_queue import ReviewSession, review, review_judge, review_skip, review_undo
+
+__all__ = [
+    "ReviewSession",
+    "collection_detail",
+    "home",
+    "member_view",
+    "query_detail",
+    "review",
+    "review_judge",
+    "review_skip",
+    "review_undo",
+    "wants_json",
+]

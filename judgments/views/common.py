@@ -1,0 +1,128 @@
+"""What the reviewer's pages share: membership and role checks, grade labels, highlighted
+text, task sources, conflict panels, and the answer to a malformed form."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils.safestring import SafeString
+
+from ..highlight import highlight
+from ..models import ROLE_RANK, Collection, Judgment, ReviewTask, Role
+from ..selectors import role_of
+from ..services import JudgmentConflict
+
+# -- access ---------------------------------------------------------------------------------
+
+
+def wants_json(request: HttpRequest) -> bool:
+    """The queue's script asks for JSON first; a browser's own navigation never does."""
+    accept = request.headers.get("Accept", "")
+    return accept.split(",")[0].strip().startswith("application/json")
+
+
+def member_view(*, label: bool = False) -> Callable[..., Any]:
+    """Resolve ``slug`` to a collection the user is a member of, else 404 (a non-member
+    learns nothing, not even that it exists). ``label`` also needs the reviewer role;
+    every role includes it today, but the rule is stated where it is enforced."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                if wants_json(request):
+                    return JsonResponse(
+                        {
+                            "ok": False,
+                            "error": "You are logged out, so nothing was saved. "
+                            "Log in again, then repeat your last key.",
+                            "login": settings.LOGIN_URL,
+                        },
+                        status=401,
+                    )
+                return redirect_to_login(request.get_full_path())
+            collection = Collection.objects.filter(slug=slug).first()
+            role = role_of(request.user, collection) if collection is not None else None
+            if role is None:
+                raise Http404("No such collection, or you are not one of its members.")
+            request.collection_role = role  # type: ignore[attr-defined]
+            if label:
+                _require_labeler(request)
+            return view(request, collection, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def _require_labeler(request: HttpRequest) -> None:
+    role = request.collection_role  # type: ignore[attr-defined]
+    if ROLE_RANK[Role(role)] < ROLE_RANK[Role.REVIEWER]:
+        raise PermissionDenied("Labeling needs the reviewer role in this collection.")
+
+
+# -- shared bits ----------------------------------------------------------------------------
+
+
+def _grades(collection: Collection) -> list[dict[str, Any]]:
+    return [
+        {
+            "grade": int(g["grade"]),
+            "name": g["name"],
+            "relevant": collection.is_relevant_grade(int(g["grade"])),
+        }
+        for g in collection.scale
+    ]
+
+
+def _grade_label(collection: Collection, grade: int | None) -> str:
+    return "none" if grade is None else f"{grade} {collection.grade_name(grade)}"
+
+
+def _marked(text: str, terms: frozenset[str]) -> SafeString:
+    return highlight(text or "", terms)
+
+
+def _sources(task: ReviewTask) -> list[str]:
+    """Where the task's pair was surfaced, best rank first: "run bm25, rank 3"."""
+    rows = [(s.label, s.rank) for s in task.sources.all()] or [(task.source, task.best_rank)]
+    return [f"{label}, rank {rank}" if rank is not None else label for label, rank in rows]
+
+
+def _already_saved(error: JudgmentConflict, request: HttpRequest, *, grade: int, note: str) -> bool:
+    """The "conflict" is this reviewer's own identical change, sent twice (a double
+    click, a retried request): nothing to choose between, so it is not shown as one."""
+    current = error.current
+    return current.reviewer_id == request.user.pk and (current.grade, current.note) == (
+        grade,
+        note,
+    )
+
+
+def _conflict(
+    collection: Collection, error: JudgmentConflict, *, grade: int, note: str
+) -> dict[str, Any]:
+    theirs: Judgment = error.current
+    return {
+        "mine_grade": grade,
+        "mine_label": _grade_label(collection, grade),
+        "mine_note": note,
+        "theirs": theirs,
+        "theirs_label": _grade_label(collection, theirs.grade),
+        "theirs_by": theirs.reviewer.get_username() if theirs.reviewer else "an import",
+        "based_on": error.expected_version,
+    }
+
+
+def _invalid(request: HttpRequest, form: Any) -> HttpResponse:
+    problems = "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())
+    text = f"Nothing was saved: the request was malformed ({problems}). Reload the page."
+    if wants_json(request):
+        return JsonResponse({"ok": False, "error": text}, status=400)
+    return HttpResponse(text, status=400, content_type="text/plain; charset=utf-8")

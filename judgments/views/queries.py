@@ -1,0 +1,215 @@
+"""The query page: a query's judgments (editable), its open tasks, its review status and
+evidence condition, and the POST actions that change them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from ..forms import EvidenceForm, GradeForm, StatusForm, format_evidence
+from ..highlight import query_terms
+from ..models import ChangeSource, Collection, Query, QueryStatus
+from ..selectors import evidence_of, item_in, judgments_for_query, open_tasks_for_query, query_in
+from ..services import (
+    InvariantError,
+    JudgmentConflict,
+    record_judgment,
+    set_evidence_condition,
+    set_query_status,
+)
+from .common import (
+    _already_saved,
+    _conflict,
+    _grade_label,
+    _grades,
+    _invalid,
+    _marked,
+    _require_labeler,
+    _sources,
+    member_view,
+)
+
+
+def _query_or_404(collection: Collection, external_id: str) -> Query:
+    try:
+        return query_in(collection, external_id)
+    except Query.DoesNotExist:
+        raise Http404(f"No query '{external_id}' in this collection.") from None
+
+
+def _render_query(
+    request: HttpRequest,
+    collection: Collection,
+    query: Query,
+    *,
+    status: int = 200,
+    conflict: dict[str, Any] | None = None,
+    grade_error: str = "",
+    error_item: str = "",
+    status_error: str = "",
+    evidence_form: EvidenceForm | None = None,
+    evidence_error: str = "",
+) -> HttpResponse:
+    terms = query_terms(query.text)
+    judged = [
+        {
+            "judgment": j,
+            "title_html": _marked(j.item.title, terms),
+            "text_html": _marked(j.item.text, terms),
+            "label": _grade_label(collection, j.grade),
+        }
+        for j in judgments_for_query(query)
+    ]
+    waiting = [
+        {
+            "task": t,
+            "title_html": _marked(t.item.title, terms),
+            "text_html": _marked(t.item.text, terms),
+            "sources": _sources(t),
+        }
+        for t in open_tasks_for_query(query)
+    ]
+    evidence = evidence_of(query)
+    if evidence_form is None:
+        evidence_form = EvidenceForm(
+            initial={"groups": format_evidence(evidence.groups if evidence else None)}
+        )
+    n_relevant = sum(1 for row in judged if collection.is_relevant_grade(row["judgment"].grade))
+    return render(
+        request,
+        "judgments/query.html",
+        {
+            "collection": collection,
+            "query": query,
+            "judged": judged,
+            "waiting": waiting,
+            "n_relevant": n_relevant,
+            "grades": _grades(collection),
+            "statuses": QueryStatus.choices,
+            "evidence": evidence,
+            "evidence_form": evidence_form,
+            "evidence_error": evidence_error,
+            "conflict": conflict,
+            "grade_error": grade_error,
+            "error_item": error_item,
+            "status_error": status_error,
+        },
+        status=status,
+    )
+
+
+def _query_url(collection: Collection, query: Query, anchor: str = "") -> str:
+    url = reverse("judgments:query", args=[collection.slug, query.external_id])
+    return f"{url}#{anchor}" if anchor else url
+
+
+def _post_grade(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:
+    form = GradeForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    data = form.cleaned_data
+    item = item_in(collection, data["item"])
+    if item is None:
+        return _render_query(
+            request,
+            collection,
+            query,
+            status=400,
+            grade_error=f"Not saved: there is no item {data['item']!r} in this collection.",
+        )
+    try:
+        judgment = record_judgment(
+            query=query,
+            item=item,
+            grade=data["grade"],
+            note=data["note"],
+            reviewer=request.user,
+            expected_version=data["expected_version"],
+            source=ChangeSource.UI,
+        )
+    except JudgmentConflict as e:
+        if _already_saved(e, request, grade=data["grade"], note=data["note"]):
+            label = _grade_label(collection, data["grade"])
+            messages.success(request, f"Already saved: {label} for item '{item.external_id}'.")
+            return redirect(_query_url(collection, query, f"item-{item.pk}"))
+        conflict = _conflict(collection, e, grade=data["grade"], note=data["note"])
+        conflict["item"] = item
+        return _render_query(request, collection, query, status=409, conflict=conflict)
+    except InvariantError as e:
+        return _render_query(
+            request,
+            collection,
+            query,
+            status=400,
+            grade_error=f"Not saved: {e}.",
+            error_item=item.external_id,
+        )
+    messages.success(
+        request,
+        f"Saved {_grade_label(collection, judgment.grade)} for item '{item.external_id}' "
+        f"(version {judgment.version}).",
+    )
+    return redirect(_query_url(collection, query, f"item-{item.pk}"))
+
+
+def _post_status(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:
+    form = StatusForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    try:
+        query = set_query_status(query=query, status=form.cleaned_data["status"], by=request.user)
+    except InvariantError as e:
+        return _render_query(request, collection, query, status=400, status_error=f"{e}.")
+    messages.success(request, f"Review status is now '{query.get_status_display()}'.")
+    return redirect(_query_url(collection, query, "status"))
+
+
+def _post_evidence(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:
+    form = EvidenceForm(request.POST)
+    if not form.is_valid():
+        return _render_query(request, collection, query, status=400, evidence_form=form)
+    try:
+        condition = set_evidence_condition(
+            query=query, groups=form.cleaned_data["groups"], by=request.user
+        )
+    except InvariantError as e:
+        return _render_query(
+            request,
+            collection,
+            query,
+            status=400,
+            evidence_form=form,
+            evidence_error=f"Not saved: {e}.",
+        )
+    if condition is None:
+        messages.success(request, "Evidence condition removed.")
+    else:
+        messages.success(request, f"Evidence condition saved: {condition}.")
+    return redirect(_query_url(collection, query, "evidence"))
+
+
+_QUERY_ACTIONS = {"grade": _post_grade, "status": _post_status, "evidence": _post_evidence}
+
+
+@require_http_methods(["GET", "POST"])
+@member_view()
+def query_detail(request: HttpRequest, collection: Collection, external_id: str) -> HttpResponse:
+    """One query: its judgments (editable), its open tasks, its status and evidence.
+    Each form posts here with an ``action``; each action calls one service."""
+    query = _query_or_404(collection, external_id)
+    if request.method == "GET":
+        return _render_query(request, collection, query)
+    _require_labeler(request)
+    action = _QUERY_ACTIONS.get(request.POST.get("action", ""))
+    if action is None:
+        return HttpResponse(
+            "Unknown action; use grade, status or evidence.",
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
+    return action(request, collection, query)

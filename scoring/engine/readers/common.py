@@ -1,0 +1,151 @@
+"""Low-level pieces shared by the readers: file names, decoding, comments, the delimiter
+sniffing and pyarrow table reading of the fast TREC path, JSON Lines iteration, and the
+empty-file error."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from ..errors import EngineInputError, ErrorCollector
+from ..tables import Run
+
+PathLike = str | Path
+
+_INT_RE = re.compile(rb"[+-]?[0-9]+")
+_BLOCK = 1 << 26
+
+
+def _name(path: PathLike) -> str:
+    return str(path)
+
+
+def _is_comment(fields: list[bytes]) -> bool:
+    return fields[0].startswith(b"#")
+
+
+def _decode(raw: bytes, name: str, lineno: int, errors: ErrorCollector) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        errors.add(
+            f"{name} line {lineno}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+            f"{exc.start + 1}); save the file as UTF-8"
+        )
+        return None
+
+
+def _sniff_delimiter(path: PathLike, fields: int) -> str | None:
+    """The one-character field separator when the file is regular enough for pyarrow's
+    CSV reader to split it as trec_eval would, else ``None`` (use the careful reader).
+
+    Only single-byte scans here (memchr speed); empty fields, which a doubled, leading or
+    trailing separator produces, are caught after parsing by ``_no_empty_fields``.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+        first = head.split(b"\n", 1)[0]
+        if b"\t" in first and b" " not in first:
+            delim = b"\t"
+        elif b" " in first and b"\t" not in first:
+            delim = b" "
+        else:
+            return None
+        if len(first.split(delim)) != fields:
+            return None
+        # Bytes that trec_eval treats as whitespace but pyarrow as data (and CR, which
+        # pyarrow alone treats as a line end).
+        bad = (b" " if delim == b"\t" else b"\t", b"\r", b"\x0b", b"\x0c")
+        fh.seek(0)
+        while block := fh.read(_BLOCK):
+            if any(p in block for p in bad):
+                return None
+        return delim.decode()
+
+
+def _no_empty_fields(*columns: pa.ChunkedArray) -> bool:
+    """False if any value is empty: the mark of a doubled, leading or trailing separator."""
+    for col in columns:
+        if pa.types.is_dictionary(col.type):
+            if any("" in chunk.dictionary.to_pylist() for chunk in col.chunks):
+                return False
+        elif col.length() and pc.min(pc.binary_length(col)).as_py() == 0:
+            return False
+    return True
+
+
+_PARSE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
+
+
+def _read_table(
+    path: PathLike, delim: str, names: list[str], types: dict[str, pa.DataType], include: list[str]
+) -> pa.Table | None:
+    try:
+        return pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(
+                delimiter=delim, quote_char=False, double_quote=False, escape_char=False
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types=types,
+                include_columns=include,
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except _PARSE_ERRORS:
+        return None
+
+
+def _encode_qids(col: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """Query ids (dictionary order: first seen first) and each row's index into them."""
+    if not pa.types.is_dictionary(col.type):
+        col = pa.chunked_array([pc.dictionary_encode(col.combine_chunks())])
+    col = col.unify_dictionaries()
+    if col.num_chunks == 0:
+        return [], np.zeros(0, dtype=np.int32)
+    qids = col.chunk(0).dictionary.to_pylist()
+    codes = np.concatenate([c.indices.to_numpy() for c in col.chunks]).astype(np.int32, copy=False)
+    return qids, codes
+
+
+def _empty_file(name: str, expected: str) -> EngineInputError:
+    return EngineInputError([f"{name} line 1: file is empty (no data lines); expected {expected}"])
+
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+
+def _with(run: Run, **changes: object) -> Run:
+    from dataclasses import replace
+
+    return replace(run, **changes)  # type: ignore[arg-type]
+
+
+def _json_lines(path: PathLike, name: str, errors: ErrorCollector) -> Iterator[tuple[int, object]]:
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if errors.full:
+                errors.truncated = True
+                return
+            if not raw.strip() or raw.lstrip().startswith(b"#"):
+                continue
+            text = _decode(raw, name, lineno, errors)
+            if text is None:
+                continue
+            try:
+                yield lineno, json.loads(text)
+            except json.JSONDecodeError as exc:
+                errors.add(
+                    f"{name} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                    "write one JSON object per line"
+                )
