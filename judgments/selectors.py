@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
-from django.db.models import BooleanField, Count, IntegerField, OuterRef, Q, QuerySet, Subquery
-from django.db.models.expressions import RawSQL
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -23,7 +21,6 @@ from .formats import (
     Where,
 )
 from .models import (
-    ROLE_RANK,
     Collection,
     EvidenceCondition,
     Item,
@@ -39,6 +36,7 @@ from .models import (
     SnapshotQuery,
     SnapshotUnjudged,
     TaskStatus,
+    role_allows,
 )
 from .snapshots import canonical_lines
 
@@ -289,8 +287,7 @@ def role_of(user: Any, collection: Collection) -> str | None:
 
 def may(user: Any, collection: Collection, role: str) -> bool:
     """Whether the user holds ``role`` or a stronger one in the collection."""
-    held = role_of(user, collection)
-    return held is not None and ROLE_RANK[Role(held)] >= ROLE_RANK[Role(role)]
+    return role_allows(role_of(user, collection), role)
 
 
 def may_score(user: Any, collection: Any) -> bool:
@@ -415,17 +412,7 @@ def queries_with_progress(
     if status:
         queries = queries.filter(status=status)
     if tag:
-        if connection.vendor == "postgresql":
-            queries = queries.filter(tags__contains=[tag])
-        else:  # SQLite has no JSON containment lookup; json_each is its JSON1 equivalent
-            table = Query._meta.db_table
-            queries = queries.alias(
-                has_tag=RawSQL(
-                    f"EXISTS (SELECT 1 FROM json_each({table}.tags) WHERE json_each.value = %s)",
-                    [tag],
-                    output_field=BooleanField(),
-                )
-            ).filter(has_tag=True)
+        queries = queries.with_tag(tag)
     judgments = Judgment.objects.all()
     return queries.annotate(
         n_judged=_count_of(judgments),

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import django_filters
-from django.db import connection
-from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
 
 from judgments.models import Item, Judgment, Query, QueryStatus, ReviewTask, TaskStatus
+from judgments.models.queries import QueryQuerySet
 
 
 class QueryFilter(django_filters.FilterSet):
@@ -18,16 +16,8 @@ class QueryFilter(django_filters.FilterSet):
         model = Query
         fields = ["status", "tag"]
 
-    def filter_tag(self, queryset: QuerySet[Query], name: str, value: str) -> QuerySet[Query]:
-        if connection.vendor == "postgresql":
-            return queryset.filter(tags__contains=[value])
-        # SQLite has no JSON containment lookup; json_each walks the tag array in SQL.
-        table = Query._meta.db_table
-        return queryset.filter(
-            pk__in=RawSQL(
-                f"SELECT q.id FROM {table} q, json_each(q.tags) t WHERE t.value = %s", [value]
-            )
-        )
+    def filter_tag(self, queryset: QueryQuerySet, name: str, value: str) -> QueryQuerySet:
+        return queryset.with_tag(value)
 
 
 class ItemFilter(django_filters.FilterSet):

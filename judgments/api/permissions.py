@@ -21,7 +21,7 @@ from typing import Any
 from rest_framework import exceptions
 from rest_framework.permissions import BasePermission, IsAuthenticated
 
-from judgments.models import ROLE_RANK, Collection, Role
+from judgments.models import Collection, Role, role_allows
 from judgments.selectors import collections_for, role_of
 
 
@@ -34,7 +34,7 @@ class HasCollectionRole(BasePermission):
         collection = view.collection  # 404 when the user may not see it
         needed = Role(view.required_role())
         held = view.role
-        if held is None or ROLE_RANK[Role(held)] < ROLE_RANK[needed]:
+        if not role_allows(held, needed):
             raise exceptions.PermissionDenied(
                 f"This needs the {needed} role in collection '{collection.slug}'; you are "
                 f"{held}. Ask an admin of the collection to change your role."

@@ -9,7 +9,15 @@ from ``judgments.models``. Imported in this order, the modules register the mode
 the order in which the single ``models.py`` defined them.
 """
 
-from .collections import ROLE_RANK, Collection, CollectionManager, LabelingUnit, Membership, Role
+from .collections import (
+    ROLE_RANK,
+    Collection,
+    CollectionManager,
+    LabelingUnit,
+    Membership,
+    Role,
+    role_allows,
+)
 from .immutable import AppendOnlyModel, FrozenModel, ImmutableModel, ImmutableQuerySet
 from .judgments import ChangeSource, Judgment, JudgmentChange, QueryStatusChange
 from .queries import EvidenceCondition, Item, Query, QueryStatus
@@ -43,4 +51,5 @@ __all__ = [
     "TaskSkip",
     "TaskSource",
     "TaskStatus",
+    "role_allows",
 ]

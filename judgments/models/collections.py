@@ -83,6 +83,12 @@ class Role(models.TextChoices):
 ROLE_RANK = {Role.REVIEWER: 1, Role.EVALUATOR: 2, Role.ADMIN: 3}
 
 
+def role_allows(held: str | None, needed: str) -> bool:
+    """Whether a member holding ``held`` (``None``: not a member) may do what ``needed``
+    allows: every role includes the ones before it. The one place that compares roles."""
+    return held is not None and ROLE_RANK[Role(held)] >= ROLE_RANK[Role(needed)]
+
+
 class Membership(models.Model):
     """A user's role in one collection. Nobody sees a collection without one, except
     superusers."""
@@ -105,4 +111,4 @@ class Membership(models.Model):
         return f"{self.user_id} {self.role} of {self.collection_id}"
 
     def allows(self, role: str) -> bool:
-        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+        return role_allows(self.role, role)

@@ -4,8 +4,9 @@ conditions."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import models
-from django.db.models import Q
+from django.db import connections, models
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
 
 from .collections import Collection
 
@@ -14,6 +15,22 @@ class QueryStatus(models.TextChoices):
     UNREVIEWED = "unreviewed", "unreviewed"
     RELEVANT = "relevant", "reviewed: has relevant items"
     NO_ANSWER = "no_answer", "reviewed: confirmed no answer"
+
+
+class QueryQuerySet(models.QuerySet["Query"]):
+    def with_tag(self, tag: str) -> QueryQuerySet:
+        """Queries whose tag list holds ``tag``."""
+        if connections[self.db].vendor == "postgresql":
+            return self.filter(tags__contains=[tag])
+        # SQLite has no JSON containment lookup; json_each is its JSON1 equivalent.
+        table = self.model._meta.db_table
+        return self.alias(
+            has_tag=RawSQL(
+                f"EXISTS (SELECT 1 FROM json_each({table}.tags) WHERE json_each.value = %s)",
+                [tag],
+                output_field=BooleanField(),
+            )
+        ).filter(has_tag=True)
 
 
 class Query(models.Model):
@@ -35,6 +52,8 @@ class Query(models.Model):
     )
     status_changed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = QueryQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "queries"

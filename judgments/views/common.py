@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.safestring import SafeString
 
 from ..highlight import highlight
-from ..models import ROLE_RANK, Collection, Judgment, ReviewTask, Role
+from ..models import Collection, Judgment, ReviewTask, Role, role_allows
 from ..selectors import role_of
 from ..services import JudgmentConflict
 
@@ -63,7 +63,7 @@ def member_view(*, label: bool = False) -> Callable[..., Any]:
 
 def _require_labeler(request: HttpRequest) -> None:
     role = request.collection_role  # type: ignore[attr-defined]
-    if ROLE_RANK[Role(role)] < ROLE_RANK[Role.REVIEWER]:
+    if not role_allows(role, Role.REVIEWER):
         raise PermissionDenied("Labeling needs the reviewer role in this collection.")
 
 
