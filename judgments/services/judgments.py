@@ -37,12 +37,18 @@ def _check_grade(collection: Collection, grade: int, *, where: str = "") -> None
         raise InvariantError(f"{where}grade {grade!r} is not on the scale ({names})")
 
 
-def _has_other_relevant(query: Query, *, excluding_item_id: int) -> bool:
-    return (
-        Judgment.objects.filter(query=query, grade__gte=query.collection.relevant_grade)
-        .exclude(item_id=excluding_item_id)
-        .exists()
-    )
+def _refuse_dropping_last_relevant(query: Query, item: Item) -> None:
+    """A ``relevant`` query keeps at least one relevant judgment: refuse to regrade or
+    remove its last one (the caller knows the pair's judgment is relevant now)."""
+    if query.status != QueryStatus.RELEVANT:
+        return
+    others = Judgment.objects.filter(query=query, grade__gte=query.collection.relevant_grade)
+    if not others.exclude(item_id=item.pk).exists():
+        raise InvariantError(
+            f"item '{item.external_id}' is the only relevant item of query "
+            f"'{query.external_id}', which is marked 'has relevant items'; "
+            "set the query's status to unreviewed first"
+        )
 
 
 @transaction.atomic
@@ -64,7 +70,28 @@ def record_judgment(
     query is refused, and so is removing the last relevant judgment of a ``relevant``
     query. Recording the judgment completes the pair's review task.
     """
-    query = lock_query(query.pk)
+    return _record(
+        query=lock_query(query.pk),
+        item=item,
+        grade=grade,
+        reviewer=reviewer,
+        expected_version=expected_version,
+        note=note,
+        source=source,
+    )
+
+
+def _record(
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    reviewer: User | None,
+    expected_version: int | None,
+    note: str,
+    source: str,
+) -> Judgment:
+    """``record_judgment`` for a caller that holds ``query``'s lock (``lock_query``)."""
     collection = query.collection
     if item.collection_id != collection.pk:
         raise InvariantError(f"item '{item.external_id}' belongs to another collection")
@@ -97,17 +124,8 @@ def record_judgment(
                     f"'{query.external_id}' to edit; create it instead"
                 )
             raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
-        if (
-            not relevant
-            and collection.is_relevant_grade(current.grade)
-            and query.status == QueryStatus.RELEVANT
-            and not _has_other_relevant(query, excluding_item_id=item.pk)
-        ):
-            raise InvariantError(
-                f"item '{item.external_id}' is the only relevant item of query "
-                f"'{query.external_id}', which is marked 'has relevant items'; "
-                "set the query's status to unreviewed or no answer first"
-            )
+        if not relevant and collection.is_relevant_grade(current.grade):
+            _refuse_dropping_last_relevant(query, item)
         changed = Judgment.objects.filter(pk=current.pk, version=expected_version).update(
             grade=grade, note=note, reviewer=reviewer, version=F("version") + 1, updated_at=now
         )
@@ -151,7 +169,19 @@ def remove_judgment(
     old → none. The pair's review task, if it had one, goes back to the queue; removing
     the last relevant judgment of a ``relevant`` query is refused.
     """
-    query = lock_query(query.pk)
+    _remove(
+        query=lock_query(query.pk),
+        item=item,
+        reviewer=reviewer,
+        expected_version=expected_version,
+        source=source,
+    )
+
+
+def _remove(
+    *, query: Query, item: Item, reviewer: User | None, expected_version: int, source: str
+) -> None:
+    """``remove_judgment`` for a caller that holds ``query``'s lock."""
     current = Judgment.objects.filter(query=query, item=item).select_related("reviewer").first()
     if current is None:
         raise InvariantError(
@@ -159,16 +189,8 @@ def remove_judgment(
         )
     if current.version != expected_version:
         raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
-    if (
-        query.collection.is_relevant_grade(current.grade)
-        and query.status == QueryStatus.RELEVANT
-        and not _has_other_relevant(query, excluding_item_id=item.pk)
-    ):
-        raise InvariantError(
-            f"item '{item.external_id}' is the only relevant item of query "
-            f"'{query.external_id}', which is marked 'has relevant items'; "
-            "set the query's status to unreviewed first"
-        )
+    if query.collection.is_relevant_grade(current.grade):
+        _refuse_dropping_last_relevant(query, item)
     removed, _ = Judgment.objects.filter(pk=current.pk, version=expected_version).delete()
     if removed != 1:
         current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
@@ -236,7 +258,7 @@ def undo_judgment_change(
             )
         raise JudgmentConflict(query.external_id, item.external_id, change.version, current)
     if change.old_grade is None:
-        remove_judgment(
+        _remove(
             query=query,
             item=item,
             reviewer=reviewer,
@@ -254,7 +276,7 @@ def undo_judgment_change(
             )
             task.refresh_from_db()
         return UndoneChange(change=change, judgment=None, task=task)
-    judgment = record_judgment(
+    judgment = _record(
         query=query,
         item=item,
         grade=change.old_grade,
@@ -286,38 +308,59 @@ def record_judgment_once(
     pair, so two concurrent sends of one key create one judgment.
     """
     with transaction.atomic():
-        query = lock_query(query.pk)
-        if client_key is not None:
-            stored = Judgment.objects.filter(client_key=client_key).first()
-            if stored is not None:
-                if (stored.query_id, stored.item_id) != (query.pk, item.pk):
-                    # Say nothing about the other judgment: it may be in a collection
-                    # that this client cannot see.
-                    raise InvariantError(
-                        f"the client key '{client_key}' was already used for another "
-                        "judgment; send a new key (e.g. a UUID) with each new judgment"
-                    )
-                return stored, False
-        judgment = record_judgment(
-            query=query,
+        return _record_once(
+            query=lock_query(query.pk),
             item=item,
             grade=grade,
             reviewer=reviewer,
-            expected_version=None,
+            client_key=client_key,
             note=note,
             source=source,
         )
-        if client_key is not None:
-            try:
-                with transaction.atomic():
-                    Judgment.objects.filter(pk=judgment.pk).update(client_key=client_key)
-            except IntegrityError:
+
+
+def _record_once(
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    reviewer: User | None,
+    client_key: str | None,
+    note: str,
+    source: str,
+) -> tuple[Judgment, bool]:
+    """``record_judgment_once`` for a caller that holds ``query``'s lock."""
+    if client_key is not None:
+        stored = Judgment.objects.filter(client_key=client_key).first()
+        if stored is not None:
+            if (stored.query_id, stored.item_id) != (query.pk, item.pk):
+                # Say nothing about the other judgment: it may be in a collection
+                # that this client cannot see.
                 raise InvariantError(
-                    f"the client key '{client_key}' was used for another judgment at the "
-                    "same moment; send a new key with each new judgment"
-                ) from None
-            judgment.client_key = client_key
-        return judgment, True
+                    f"the client key '{client_key}' was already used for another "
+                    "judgment; send a new key (e.g. a UUID) with each new judgment"
+                )
+            return stored, False
+    judgment = _record(
+        query=query,
+        item=item,
+        grade=grade,
+        reviewer=reviewer,
+        expected_version=None,
+        note=note,
+        source=source,
+    )
+    if client_key is not None:
+        try:
+            with transaction.atomic():
+                Judgment.objects.filter(pk=judgment.pk).update(client_key=client_key)
+        except IntegrityError:
+            raise InvariantError(
+                f"the client key '{client_key}' was used for another judgment at the "
+                "same moment; send a new key with each new judgment"
+            ) from None
+        judgment.client_key = client_key
+    return judgment, True
 
 
 def judge_task(
@@ -336,10 +379,10 @@ def judge_task(
     unless ``client_key`` names that very judgment (a retry), which is returned as it is.
     """
     with transaction.atomic():
-        lock_query(task.query_id)  # the lock order of every label change: query, then task
+        query = lock_query(task.query_id)  # the lock order of every change: query, then task
         task = (
             ReviewTask.objects.select_for_update(of=("self",))
-            .select_related("claimed_by", "query", "item")
+            .select_related("claimed_by", "item")
             .get(pk=task.pk)
         )
         if (
@@ -353,8 +396,8 @@ def judge_task(
                 f"this task is claimed by {holder} until {task.lease_expires_at:%H:%M:%S} UTC; "
                 "claim another one, or wait for the lease to expire"
             )
-        return record_judgment_once(
-            query=task.query,
+        return _record_once(
+            query=query,
             item=task.item,
             grade=grade,
             reviewer=reviewer,

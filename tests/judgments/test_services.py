@@ -412,7 +412,7 @@ def test_only_relevant_judgment_of_a_relevant_query_cannot_be_downgraded(
         )
     assert str(refused.value) == (
         "item 'cdc-mrna-faq' is the only relevant item of query 'q-vaccines', which is marked "
-        "'has relevant items'; set the query's status to unreviewed or no answer first"
+        "'has relevant items'; set the query's status to unreviewed first"
     )
     assert stored(vaccines_answered) == before
     assert history_of(query_vaccines, item_cdc_faq) == [(None, 3, 1, "ana")]
