@@ -295,9 +295,13 @@ def import_unit_mapping(
 # -- evaluations --------------------------------------------------------------------------
 
 
-def snapshot_inputs(
-    snapshot: Snapshot,
-) -> tuple[dict[str, dict[str, int]], dict[str, str], dict[str, list[list[str]]]]:
+#: A snapshot's (qrels, statuses, evidence) by external id, as ``snapshot_inputs`` reads them.
+SnapshotInputs = tuple[dict[str, dict[str, int]], dict[str, str], dict[str, list[list[str]]]]
+#: A stage's ``{query id: (ranked items, abstained)}``, as ``stage_lists_of`` reads them.
+StageLists = dict[str, tuple[list[str], bool]]
+
+
+def snapshot_inputs(snapshot: Snapshot) -> SnapshotInputs:
     """The frozen qrels, statuses and evidence conditions of a snapshot, by external id."""
     qrels: dict[str, dict[str, int]] = {}
     for qid, item, grade in frozen_judgments(snapshot):
@@ -352,6 +356,8 @@ def score_run_stage(
     params: engine.EvalParams,
     mapping: UnitMapping | None = None,
     by: User | None = None,
+    inputs: SnapshotInputs | None = None,
+    lists: StageLists | None = None,
 ) -> tuple[Evaluation, bool]:
     """Score one stage of a run against one snapshot; return (evaluation, created).
 
@@ -359,7 +365,9 @@ def score_run_stage(
     stored run. Queries are accounted by the snapshot's statuses: only ``relevant`` ones
     are scorable; run queries the snapshot lacks are excluded as ``not_in_snapshot``.
     The same inputs give the same fingerprint, and scoring them again returns the stored
-    evaluation (identical numbers) instead of a copy.
+    evaluation (identical numbers) instead of a copy. A caller scoring several stages
+    passes ``inputs`` (``snapshot_inputs(snapshot)``) and the stage's ``lists``
+    (``stage_lists_of(stage)``) so that each is read once.
     """
     if stage.run_id != run.pk:
         raise InvariantError(f"stage '{stage.name}' belongs to another run")
@@ -371,8 +379,9 @@ def score_run_stage(
     existing = Evaluation.objects.filter(fingerprint=fingerprint).first()
     if existing is not None:
         return existing, False
-    qrels, statuses, evidence = snapshot_inputs(snapshot)
-    lists = stage_lists_of(stage)
+    qrels, statuses, evidence = inputs if inputs is not None else snapshot_inputs(snapshot)
+    if lists is None:
+        lists = stage_lists_of(stage)
     rankings = {qid: items for qid, (items, _) in lists.items()}
     abstained = frozenset(qid for qid, (_, marked) in lists.items() if marked)
     pairs = mapping_pairs_of(mapping)

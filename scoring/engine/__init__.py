@@ -12,6 +12,7 @@ Stable API (the Django side and ``python -m scoring`` use only this)::
     result.aggregates    # {"R@10": {"macro": x, "pooled": y}, "P@10": {"macro": x}, ...}
     result.counts        # {"scorable": n, "excluded": {reason: n}, "empty_ranking": n, ...}
     result.to_dict()     # the JSON shape printed by ``python -m scoring --format json``
+    exclusion_reason(status, in_qrels=..., has_relevant=...)  # the scorability rule
 
 Inputs: ``qrels`` is ``read_qrels(path)`` or ``{qid: {docid: grade}}``; ``rankings`` is
 ``read_run(path, order=..., dedup=..., stage=...)`` or ``{qid: [id, ...]}`` (best first).
@@ -52,7 +53,7 @@ Where the engine departs from trec_eval 10 (values agree to 1e-9 otherwise):
 __version__ = "1.0.0"
 
 from .errors import EngineError, EngineInputError, InvalidParameterError
-from .evaluate import EvalResult, evaluate
+from .evaluate import EvalResult, evaluate, exclusion_reason
 from .params import EvalParams
 from .readers import (
     Statuses,
@@ -76,6 +77,7 @@ __all__ = [
     "Statuses",
     "__version__",
     "evaluate",
+    "exclusion_reason",
     "read_mapping",
     "read_qrels",
     "read_run",

@@ -133,6 +133,25 @@ def _check_evidence(evidence: Mapping[str, Sequence[Sequence[str]]]) -> dict[str
     return out
 
 
+def exclusion_reason(
+    status: str | None, *, in_qrels: bool, has_relevant: bool, statuses_given: bool = True
+) -> str:
+    """Why a query is not scorable, or ``""`` when it is: the one rule of scorability.
+
+    With statuses, a query is scorable when its status is ``relevant`` and a judgment
+    reaches rel_level (``has_relevant``); ``status`` is ``None`` when the statuses leave
+    the query out. Without statuses (``statuses_given=False``) the qrels alone decide.
+    """
+    if statuses_given:
+        if status is None:
+            return "no_status" if in_qrels else "not_in_qrels"
+        if status != "relevant":
+            return status
+    elif not in_qrels:
+        return "not_in_qrels"
+    return "" if has_relevant else "no_relevant_judgments"
+
+
 def evaluate(
     qrels: QrelsLike,
     rankings: RankingsLike,
@@ -176,19 +195,12 @@ def evaluate(
     scorable: list[str] = []
     for qid in universe:
         qi = qrel_index.get(qid)
-        has_rel = qi is not None and nrel_by_q[qi] > 0
-        if status_map is not None:
-            st = status_map.get(qid)
-            if st is None:
-                reason = "not_in_qrels" if qi is None else "no_status"
-            elif st != "relevant":
-                reason = st
-            else:
-                reason = "" if has_rel else "no_relevant_judgments"
-        elif qi is None:
-            reason = "not_in_qrels"
-        else:
-            reason = "" if has_rel else "no_relevant_judgments"
+        reason = exclusion_reason(
+            status_map.get(qid) if status_map is not None else None,
+            in_qrels=qi is not None,
+            has_relevant=qi is not None and nrel_by_q[qi] > 0,
+            statuses_given=status_map is not None,
+        )
         if reason:
             excluded[qid] = reason
         else:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgments.models import QueryStatus, Snapshot
+from judgments.models import Snapshot
 from judgments.selectors import snapshot_of
 from judgments.services import VerityError
 from scoring import engine
@@ -24,7 +24,7 @@ from scoring.selectors import (
     stages_in_order,
     stored_evaluation,
 )
-from scoring.services import score_run_stage, snapshot_inputs
+from scoring.services import SnapshotInputs, StageLists, score_run_stage, snapshot_inputs
 
 #: Readable names for a loss, by the name of the stage the item failed to reach.
 LOSS_GLOSS = {
@@ -79,11 +79,10 @@ def diagnose(
 ) -> dict[str, Any]:
     """For every relevant item of every scorable query, the last stage it reached.
 
-    ``lists[j]`` is stage j's ``{query: ranked ids}`` in pipeline order. A query is
-    scorable when its status is ``relevant`` and some judgment reaches ``rel_level``
-    (the engine's rule). An item's outcome is decided by the last stage that holds it;
-    one that skips a stage and reappears later (a non-nested pipeline) keeps that
-    outcome and lists the stages it skipped.
+    ``lists[j]`` is stage j's ``{query: ranked ids}`` in pipeline order. Which queries
+    are scorable is the engine's rule (``engine.exclusion_reason``). An item's outcome is
+    decided by the last stage that holds it; one that skips a stage and reappears later
+    (a non-nested pipeline) keeps that outcome and lists the stages it skipped.
     """
     if not stage_names or len(stage_names) != len(lists):
         raise ValueError("give one ranked-list mapping per stage, in pipeline order")
@@ -92,14 +91,13 @@ def diagnose(
     scorable: list[str] = []
     excluded: dict[str, str] = {}
     for qid in _natural(set(statuses) | set(qrels)):
-        status = statuses.get(qid)
-        grades = qrels.get(qid, {})
-        if status is None:
-            excluded[qid] = "no_status"
-        elif status != QueryStatus.RELEVANT:
-            excluded[qid] = status
-        elif not any(g >= rel_level for g in grades.values()):
-            excluded[qid] = "no_relevant_judgments"
+        reason = engine.exclusion_reason(
+            statuses.get(qid),
+            in_qrels=qid in qrels,
+            has_relevant=any(g >= rel_level for g in qrels.get(qid, {}).values()),
+        )
+        if reason:
+            excluded[qid] = reason
         else:
             scorable.append(qid)
     totals: Counter[str] = Counter()
@@ -180,17 +178,22 @@ def build_diagnosis(
     unjudged: str,
     mapping: UnitMapping | None,
     evaluations: Sequence[Evaluation | None],
+    inputs: SnapshotInputs | None = None,
+    stage_lists: Sequence[StageLists] | None = None,
 ) -> dict[str, Any]:
     """The diagnosis of a run on a snapshot, with each stage's scores at the same k.
 
     ``evaluations[j]`` is stage j scored with identical parameters, or ``None`` when it
     has not been scored (a reader who may not score sees the item outcomes only).
+    ``inputs`` and ``stage_lists`` are the snapshot's and stages' rows when the caller
+    has read them already.
     """
-    qrels, statuses, _ = snapshot_inputs(snapshot)
-    lists = [{qid: items for qid, (items, _) in stage_lists_of(stage).items()} for stage in stages]
+    qrels, statuses, _ = inputs if inputs is not None else snapshot_inputs(snapshot)
+    if stage_lists is None:
+        stage_lists = [stage_lists_of(stage) for stage in stages]
     result = diagnose(
         stage_names=[s.name for s in stages],
-        lists=lists,
+        lists=[{qid: items for qid, (items, _) in lists.items()} for lists in stage_lists],
         qrels=qrels,
         statuses=statuses,
         rel_level=rel_level,
@@ -306,13 +309,16 @@ def diagnosis_for(
     need no scoring, are complete either way).
     """
     evaluations: list[Evaluation | None] = []
+    # Read once here, not once per stage scored and again for the diagnosis.
+    inputs = snapshot_inputs(snapshot)
+    stage_lists = [stage_lists_of(stage) for stage in stages]
     canonical = {
         "ks": list(params.ks),
         "measures": None,
         "rel_level": params.rel_level,
         "unjudged": params.unjudged,
     }
-    for stage in stages:
+    for stage, lists in zip(stages, stage_lists, strict=True):
         if may_score:
             evaluation, _ = score_run_stage(
                 run=run,
@@ -321,6 +327,8 @@ def diagnosis_for(
                 params=params,
                 mapping=mapping,
                 by=by if getattr(by, "is_authenticated", False) else None,
+                inputs=inputs,
+                lists=lists,
             )
         else:
             evaluation = stored_evaluation(
@@ -336,4 +344,6 @@ def diagnosis_for(
         unjudged=params.unjudged,
         mapping=mapping,
         evaluations=evaluations,
+        inputs=inputs,
+        stage_lists=stage_lists,
     )
