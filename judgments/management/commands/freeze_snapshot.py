@@ -8,11 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from judgments.models import Collection
-from judgments.selectors import collection_by_slug
+from judgments.management.arguments import collection_named, user_named
 from judgments.services import VerityError, freeze_snapshot
 
 
@@ -25,15 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--by", metavar="USERNAME", help="record this user as its author")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            collection = collection_by_slug(options["slug"])
-        except Collection.DoesNotExist as exc:
-            raise CommandError(str(exc)) from None
-        by = None
-        if options["by"]:
-            by = get_user_model().objects.filter(username=options["by"]).first()
-            if by is None:
-                raise CommandError(f"no user '{options['by']}'")
+        collection = collection_named(options["slug"])
+        by = user_named(options["by"])
         started = time.perf_counter()
         try:
             snapshot, created = freeze_snapshot(collection=collection, by=by, note=options["note"])

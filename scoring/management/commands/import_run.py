@@ -10,12 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from judgments.formats import MAX_LISTED
-from judgments.models import Collection
-from judgments.selectors import collection_by_slug
+from judgments.management.arguments import collection_named, user_named
 from judgments.services import VerityError
 from scoring.services import RunImportError, import_run
 
@@ -62,15 +60,8 @@ class Command(BaseCommand):
         path: Path = options["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
-        try:
-            collection = collection_by_slug(options["slug"])
-        except Collection.DoesNotExist as exc:
-            raise CommandError(str(exc)) from None
-        by = None
-        if options["by"]:
-            by = get_user_model().objects.filter(username=options["by"]).first()
-            if by is None:
-                raise CommandError(f"no user '{options['by']}'")
+        collection = collection_named(options["slug"])
+        by = user_named(options["by"])
         started = time.perf_counter()
         try:
             report = import_run(

@@ -1,0 +1,30 @@
+"""What several management commands resolve from their arguments, refused as a
+``CommandError`` that says what exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
+
+from judgments.models import Collection
+from judgments.selectors import collection_by_slug
+
+
+def collection_named(slug: str) -> Collection:
+    """The collection with this slug; the error lists the collections there are."""
+    try:
+        return collection_by_slug(slug)
+    except Collection.DoesNotExist as exc:
+        raise CommandError(str(exc)) from None
+
+
+def user_named(username: str | None) -> Any:
+    """The user named by a ``--by`` option, or ``None`` when it was not given."""
+    if not username:
+        return None
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise CommandError(f"no user '{username}'")
+    return user
