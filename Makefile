@@ -25,6 +25,7 @@ run: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
