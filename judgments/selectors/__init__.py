@@ -1,0 +1,73 @@
+"""Reads: querysets with their joins applied, named as questions.
+
+One module per concept; this package re-exports the public names, so callers import
+them from ``judgments.selectors``.
+"""
+
+from .access import collections_for, may, may_score, role_of
+from .collections import (
+    collection_by_slug,
+    collections_with_progress,
+    item_in,
+    queries_with_progress,
+    query_in,
+    query_tags_of,
+)
+from .exports import bundle_of, judgments_of, queries_of, unjudged_items_for
+from .review import (
+    OPEN_TASK_STATUSES,
+    ReviewProgress,
+    change_that_made,
+    collections_with_review_progress,
+    evidence_of,
+    judgment_changes,
+    judgments_for_query,
+    open_tasks_for_query,
+    queue_progress,
+    task_for_review,
+)
+from .snapshots import (
+    SnapshotDiff,
+    diff_snapshots,
+    frozen_judgments,
+    frozen_queries,
+    frozen_unjudged,
+    snapshot_canonical_lines,
+    snapshot_of,
+    snapshot_trec_lines,
+)
+
+__all__ = [
+    "OPEN_TASK_STATUSES",
+    "ReviewProgress",
+    "SnapshotDiff",
+    "bundle_of",
+    "change_that_made",
+    "collection_by_slug",
+    "collections_for",
+    "collections_with_progress",
+    "collections_with_review_progress",
+    "diff_snapshots",
+    "evidence_of",
+    "frozen_judgments",
+    "frozen_queries",
+    "frozen_unjudged",
+    "item_in",
+    "judgment_changes",
+    "judgments_for_query",
+    "judgments_of",
+    "may",
+    "may_score",
+    "open_tasks_for_query",
+    "queries_of",
+    "queries_with_progress",
+    "query_in",
+    "query_tags_of",
+    "queue_progress",
+    "role_of",
+    "snapshot_canonical_lines",
+    "snapshot_of",
+    "snapshot_trec_lines",
+    "task_for_review",
+    "unjudged_items_for",
+]

@@ -1,0 +1,41 @@
+"""Who may see and do what: the collections a user may see, and their role in one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from ..models import Collection, Membership, Role, role_allows
+
+
+def collections_for(user: Any) -> QuerySet[Collection]:
+    """The collections this user may see: every one for a superuser, else by membership."""
+    if not getattr(user, "is_authenticated", False):
+        return Collection.objects.none()
+    if user.is_superuser:
+        return Collection.objects.all()
+    return Collection.objects.filter(members__user=user)
+
+
+def role_of(user: Any, collection: Collection) -> str | None:
+    """The user's role in the collection (``admin`` for a superuser), or ``None``."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    if user.is_superuser:
+        return Role.ADMIN
+    return (
+        Membership.objects.filter(user=user, collection=collection)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def may(user: Any, collection: Collection, role: str) -> bool:
+    """Whether the user holds ``role`` or a stronger one in the collection."""
+    return role_allows(role_of(user, collection), role)
+
+
+def may_score(user: Any, collection: Any) -> bool:
+    """Scoring stores evaluations: an evaluator's action (``Role.EVALUATOR``)."""
+    return may(user, collection, Role.EVALUATOR)

@@ -1,0 +1,155 @@
+"""Reads for the reviewer's pages: progress per collection, the queue, a task, a query's
+judgments, open tasks and evidence, and the history rows behind an undo.
+
+Counts come from grouped aggregates (one query per kind of row), never from several
+Count()s over different joins, which multiply rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+
+from ..models import (
+    Collection,
+    EvidenceCondition,
+    Judgment,
+    JudgmentChange,
+    Query,
+    ReviewTask,
+    TaskStatus,
+)
+from .access import collections_for
+
+# "Open" is spelled as an IN list rather than "not done": PostgreSQL can walk the
+# (collection, status, ...) index for an IN list, not for "<>".
+OPEN_TASK_STATUSES = (TaskStatus.PENDING, TaskStatus.CLAIMED)
+
+
+@dataclass(frozen=True)
+class ReviewProgress:
+    """What is done and what is left in one collection."""
+
+    unreviewed: int = 0
+    relevant: int = 0
+    no_answer: int = 0
+    judged: int = 0
+    open_tasks: int = 0
+    claimed_now: int = 0
+
+    @property
+    def queries(self) -> int:
+        return self.unreviewed + self.relevant + self.no_answer
+
+    @property
+    def reviewed(self) -> int:
+        return self.relevant + self.no_answer
+
+
+def collections_with_review_progress(user: Any) -> list[tuple[Collection, ReviewProgress]]:
+    """The user's collections (``collections_for``), each with its progress: queries by
+    review status, judged items, open review tasks and tasks under a live lease now.
+    Four queries, however many collections."""
+
+    collections = list(collections_for(user).order_by("name", "slug"))
+    ids = [c.pk for c in collections]
+    counts: dict[int, dict[str, int]] = {pk: {} for pk in ids}
+    for pk, status, n in (
+        Query.objects.filter(collection_id__in=ids)
+        .order_by()
+        .values_list("collection_id", "status")
+        .annotate(n=Count("pk"))
+    ):
+        counts[pk][status] = n
+    for pk, n in (
+        Judgment.objects.filter(query__collection_id__in=ids)
+        .order_by()
+        .values_list("query__collection_id")
+        .annotate(n=Count("pk"))
+    ):
+        counts[pk]["judged"] = n
+    now = timezone.now()
+    for pk, n_open, n_claimed in (
+        ReviewTask.objects.filter(collection_id__in=ids, status__in=OPEN_TASK_STATUSES)
+        .order_by()
+        .values_list("collection_id")
+        .annotate(
+            n_open=Count("pk"),
+            n_claimed=Count("pk", filter=Q(status=TaskStatus.CLAIMED, lease_expires_at__gt=now)),
+        )
+    ):
+        counts[pk]["open_tasks"], counts[pk]["claimed_now"] = n_open, n_claimed
+    return [(c, ReviewProgress(**counts[c.pk])) for c in collections]
+
+
+def queue_progress(collection: Collection) -> tuple[int, int]:
+    """(open review tasks, of which under a live lease now) in the collection. Two
+    queries, each answered from the (collection, status, …) index alone: one COUNT with
+    the lease condition would have to read every open task's row."""
+
+    tasks = ReviewTask.objects.filter(collection=collection)
+    n_open = tasks.filter(status__in=OPEN_TASK_STATUSES).count()
+    n_claimed = tasks.filter(status=TaskStatus.CLAIMED, lease_expires_at__gt=timezone.now()).count()
+    return n_open, n_claimed
+
+
+def task_for_review(collection: Collection, task_id: int, *, sources: bool = True) -> ReviewTask:
+    """The task with its query and item, and its sources (best rank first) unless
+    ``sources=False``: one query each. ``ReviewTask.DoesNotExist`` unless it belongs to
+    the collection."""
+    tasks = ReviewTask.objects.filter(collection=collection).select_related("query", "item")
+    if sources:
+        tasks = tasks.prefetch_related("sources")
+    return tasks.get(pk=task_id)
+
+
+def judgments_for_query(query: Query) -> QuerySet[Judgment]:
+    """The query's current judgments with item and reviewer, by item id."""
+    return (
+        Judgment.objects.filter(query=query)
+        .select_related("item", "reviewer")
+        .order_by("item__external_id")
+    )
+
+
+def open_tasks_for_query(query: Query) -> QuerySet[ReviewTask]:
+    """The query's unjudged markers (open review tasks) with item and sources, in queue
+    order."""
+    return (
+        ReviewTask.objects.filter(query=query, status__in=OPEN_TASK_STATUSES)
+        .select_related("item", "claimed_by")
+        .prefetch_related("sources")
+        .order_by("-priority", "pk")
+    )
+
+
+def evidence_of(query: Query) -> Any:
+    """The query's evidence condition, or ``None``."""
+
+    return EvidenceCondition.objects.filter(query=query).select_related("updated_by").first()
+
+
+def judgment_changes(ids: list[int]) -> dict[int, Any]:
+    """History rows by id, with query and item (for describing an undo)."""
+
+    return {
+        c.pk: c for c in JudgmentChange.objects.filter(pk__in=ids).select_related("query", "item")
+    }
+
+
+def change_that_made(judgment: Judgment, by: Any) -> Any:
+    """The history row of ``by``'s change that produced this version of the judgment
+    (the newest, since a removal and re-creation starts the versions again)."""
+
+    return (
+        JudgmentChange.objects.filter(
+            query_id=judgment.query_id,
+            item_id=judgment.item_id,
+            version=judgment.version,
+            changed_by=by,
+        )
+        .order_by("-pk")
+        .first()
+    )

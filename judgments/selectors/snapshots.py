@@ -1,0 +1,140 @@
+"""Frozen snapshots: one by number, its rows, its canonical and TREC forms, and the
+differences between two of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import (
+    Collection,
+    Snapshot,
+    SnapshotJudgment,
+    SnapshotQuery,
+    SnapshotUnjudged,
+)
+from ..snapshots import canonical_lines
+
+
+def snapshot_of(collection: Collection, number: int | None = None) -> Snapshot:
+    """Version ``number`` of the collection's snapshots, or the latest; raises
+    ``Snapshot.DoesNotExist`` with a message naming the versions that exist."""
+    snapshots = Snapshot.objects.filter(collection=collection)
+    found = (
+        snapshots.order_by("-number").first()
+        if number is None
+        else snapshots.filter(number=number).first()
+    )
+    if found is None:
+        have = ", ".join(
+            f"v{n}" for n in snapshots.order_by("number").values_list("number", flat=True)
+        )
+        raise Snapshot.DoesNotExist(
+            f"collection '{collection.slug}' has no snapshot "
+            + (f"v{number}" if number is not None else "yet")
+            + (f"; it has {have}" if have else "; freeze one with manage.py freeze_snapshot")
+        )
+    return found
+
+
+def frozen_judgments(snapshot: Snapshot) -> Iterator[tuple[str, str, int]]:
+    return (
+        SnapshotJudgment.objects.filter(snapshot=snapshot)
+        .values_list("query__external_id", "item__external_id", "grade")
+        .iterator(chunk_size=20000)
+    )
+
+
+def frozen_unjudged(snapshot: Snapshot) -> Iterator[tuple[str, str]]:
+    return (
+        SnapshotUnjudged.objects.filter(snapshot=snapshot)
+        .values_list("query__external_id", "item__external_id")
+        .iterator(chunk_size=20000)
+    )
+
+
+def frozen_queries(snapshot: Snapshot) -> Iterator[tuple[str, str, list[list[str]] | None]]:
+    return (
+        SnapshotQuery.objects.filter(snapshot=snapshot)
+        .values_list("query__external_id", "status", "evidence")
+        .iterator(chunk_size=20000)
+    )
+
+
+def snapshot_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
+    """The snapshot in its canonical form (``snapshots.py``): sha256 of these bytes is
+    ``snapshot.content_hash``, so an export can be verified with ``sha256sum``."""
+    return canonical_lines(
+        slug=snapshot.collection.slug,
+        unit=snapshot.unit,
+        relevant_grade=snapshot.relevant_grade,
+        scale=snapshot.scale,
+        queries=frozen_queries(snapshot),
+        judgments=frozen_judgments(snapshot),
+        unjudged=frozen_unjudged(snapshot),
+    )
+
+
+def snapshot_trec_lines(snapshot: Snapshot, *, with_unjudged: bool = False) -> Iterator[str]:
+    """TREC qrels ``qid 0 docid grade`` sorted by (qid, docid) in code-point order;
+    with ``with_unjudged``, open review tasks as grade ``-1`` (pooled but unjudged)."""
+    rows: list[tuple[str, str, int]] = list(frozen_judgments(snapshot))
+    if with_unjudged:
+        rows.extend((q, i, -1) for q, i in frozen_unjudged(snapshot))
+    rows.sort()
+    return (f"{q} 0 {i} {g}\n" for q, i, g in rows)
+
+
+@dataclass
+class SnapshotDiff:
+    """What changed from snapshot ``a`` to ``b``; every list sorted by query, item."""
+
+    a: Snapshot
+    b: Snapshot
+    added: list[tuple[str, str, int]] = field(default_factory=list)
+    removed: list[tuple[str, str, int]] = field(default_factory=list)
+    regraded: list[tuple[str, str, int, int]] = field(default_factory=list)
+    status_changes: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    evidence_changes: list[tuple[str, Any, Any]] = field(default_factory=list)
+    unjudged_added: int = 0
+    unjudged_removed: int = 0
+    scale_changed: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.added
+            or self.removed
+            or self.regraded
+            or self.status_changes
+            or self.evidence_changes
+            or self.unjudged_added
+            or self.unjudged_removed
+            or self.scale_changed
+        )
+
+
+def diff_snapshots(a: Snapshot, b: Snapshot) -> SnapshotDiff:
+    """Judgments added, removed and regraded, and query status and evidence changes."""
+    diff = SnapshotDiff(a=a, b=b)
+    ja = {(q, i): g for q, i, g in frozen_judgments(a)}
+    jb = {(q, i): g for q, i, g in frozen_judgments(b)}
+    diff.added = sorted((q, i, g) for (q, i), g in jb.items() if (q, i) not in ja)
+    diff.removed = sorted((q, i, g) for (q, i), g in ja.items() if (q, i) not in jb)
+    diff.regraded = sorted(
+        (q, i, ja[(q, i)], g) for (q, i), g in jb.items() if (q, i) in ja and ja[(q, i)] != g
+    )
+    qa = {q: (s, e) for q, s, e in frozen_queries(a)}
+    qb = {q: (s, e) for q, s, e in frozen_queries(b)}
+    for q in sorted(qa.keys() | qb.keys()):
+        sa, ea = qa.get(q, (None, None))
+        sb, eb = qb.get(q, (None, None))
+        if sa != sb:
+            diff.status_changes.append((q, sa, sb))
+        if ea != eb:
+            diff.evidence_changes.append((q, ea, eb))
+    ua, ub = set(frozen_unjudged(a)), set(frozen_unjudged(b))
+    diff.unjudged_added, diff.unjudged_removed = len(ub - ua), len(ua - ub)
+    diff.scale_changed = (a.scale, a.relevant_grade, a.unit) != (b.scale, b.relevant_grade, b.unit)
+    return diff
