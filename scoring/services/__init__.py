@@ -1,0 +1,26 @@
+"""State changes for runs, unit mappings and evaluations; each owns its transaction.
+
+Scoring reads only frozen data: a snapshot's rows and a stored run. There is no way to
+score against live judgments, so a stored evaluation never changes meaning.
+
+One module per concept; this package re-exports the public names, so callers import
+them from ``scoring.services``.
+"""
+
+from .errors import RunImportError
+from .evaluations import SnapshotInputs, StageLists, score_run_stage, snapshot_inputs
+from .mappings import import_unit_mapping
+from .runs import Progress, RunImportReport, file_sha256, import_run
+
+__all__ = [
+    "Progress",
+    "RunImportError",
+    "RunImportReport",
+    "SnapshotInputs",
+    "StageLists",
+    "file_sha256",
+    "import_run",
+    "import_unit_mapping",
+    "score_run_stage",
+    "snapshot_inputs",
+]

@@ -1,0 +1,211 @@
+"""Runs: store a run file immutably, stage by stage, and queue the unjudged items it
+pools for review."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Value
+
+from judgments.models import Collection, Item, Judgment, Query
+from judgments.services import InvariantError, queue_unjudged
+
+from .. import engine
+from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
+from ._common import BATCH, User
+from .errors import RunImportError
+
+# Ranked lists go in as Value(...) expressions: that keeps bulk_create on PostgreSQL off
+# its UNNEST(jsonb[]) path, where psycopg quotes every list inside one array literal in
+# Python, escaping each '"' with a regex callback: ~5x slower for a 10M-line run (see
+# bench/README.md, "Run import").
+_ITEMS = RankedList._meta.get_field("items")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Progress:
+    """A plain progress line on a terminal stream; silent when ``stream`` is None."""
+
+    def __init__(self, label: str, total: int, stream: TextIO | None) -> None:
+        self.label, self.total, self.stream, self.done, self._shown = label, total, stream, 0, -1
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self.stream is None or self.total <= 0:
+            return
+        pct = min(100, self.done * 100 // self.total)
+        if pct != self._shown:
+            self._shown = pct
+            bar = "#" * (pct // 4)
+            self.stream.write(f"\r{self.label} [{bar:<25}] {pct:3d}% ({self.done}/{self.total})")
+            if self.done >= self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+@dataclass
+class RunImportReport:
+    run: Run
+    stages: list[RunStage]
+    unjudged_found: int = 0
+    newly_queued: int = 0
+    placeholders_created: int = 0
+    queries_not_in_collection: list[str] = field(default_factory=list)
+
+
+def _read_stages(path: Path, *, order: str, dedup: str) -> list[engine.Run]:
+    try:
+        return engine.read_run_stages(path, order=order, dedup=dedup)
+    except engine.EngineInputError as exc:
+        raise RunImportError(
+            f"{path.name}: the run was refused; nothing was imported.", exc.errors
+        ) from None
+    except engine.EngineError as exc:
+        raise RunImportError(str(exc)) from None
+
+
+@transaction.atomic
+def import_run(
+    *,
+    collection: Collection,
+    path: Path,
+    name: str,
+    description: str = "",
+    order: str = OrderRule.SCORE,
+    dedup: str = DedupPolicy.ERROR,
+    by: User | None = None,
+    progress: TextIO | None = None,
+) -> RunImportReport:
+    """Store a run file immutably and queue the unjudged items it surfaces.
+
+    The file is validated by the engine's readers first (line-numbered errors, the
+    dedup policy applied and recorded); nothing is stored unless all of it is valid.
+    For every collection query, the first ``pool_depth`` items of each stage that have
+    no judgment become (or join) review tasks, labelled ``run NAME / STAGE``; pooled ids
+    the collection lacks are created as placeholder items. Deeper ids stay in the run
+    only: scoring works on ids, and creating millions of empty items would help no one.
+    """
+    if Run.objects.filter(collection=collection, name=name).exists():
+        raise InvariantError(
+            f"collection '{collection.slug}' has a run named '{name}' already; runs never "
+            "change, so pick another name"
+        )
+    if order not in (OrderRule.SCORE, OrderRule.RANK):
+        raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
+    stages = _read_stages(path, order=order, dedup=dedup)
+    fmt = "jsonl" if stages[0].order == "list" else "trec"
+    run = Run.objects.create(
+        collection=collection,
+        name=name,
+        description=description,
+        source_filename=path.name,
+        source_sha256=file_sha256(path),
+        source_format=fmt,
+        order_rule=stages[0].order,
+        dedup_policy=dedup,
+        duplicates_dropped=sum(s.duplicates_removed for s in stages),
+        created_by=by,
+    )
+    report = RunImportReport(run=run, stages=[])
+    query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
+    depth = collection.pool_depth
+    pooled: dict[str, list[tuple[str, str, int]]] = {}  # stage -> (qid, item, rank)
+    total = sum(len(s.qids) for s in stages)
+    bar = Progress(f"storing {name}", total, progress)
+    for position, stage_run in enumerate(stages):
+        stage_name = stage_run.stage or "default"
+        lengths = np.diff(stage_run.offsets)
+        stage = RunStage.objects.create(
+            run=run,
+            name=stage_name,
+            position=position,
+            depth=int(lengths.max()) if lengths.size else 0,
+            n_queries=len(stage_run.qids),
+            n_rows=len(stage_run),
+        )
+        report.stages.append(stage)
+        rows: list[RankedList] = []
+        pool = pooled.setdefault(stage_name, [])
+        for qid, items in stage_run.iter_rankings():
+            rows.append(
+                RankedList(
+                    stage=stage,
+                    query_id=qid,
+                    items=Value(items, output_field=_ITEMS),
+                    abstained=qid in stage_run.abstained,
+                )
+            )
+            if qid in query_pks:
+                pool.extend((qid, item, rank) for rank, item in enumerate(items[:depth], 1))
+            if len(rows) >= BATCH:
+                RankedList.objects.bulk_create(rows)
+                bar.advance(len(rows))
+                rows = []
+        RankedList.objects.bulk_create(rows)
+        bar.advance(len(rows))
+    run_qids = {q for s in stages for q in s.qids}
+    report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
+    _pool_unjudged(
+        collection=collection, run=run, pooled=pooled, query_pks=query_pks, report=report
+    )
+    return report
+
+
+def _pool_unjudged(
+    *,
+    collection: Collection,
+    run: Run,
+    pooled: Mapping[str, list[tuple[str, str, int]]],
+    query_pks: Mapping[str, int],
+    report: RunImportReport,
+) -> None:
+    wanted = {item for pool in pooled.values() for _, item, _ in pool}
+    item_pks: dict[str, int] = {}
+    for chunk in _chunks(sorted(wanted), 5000):
+        item_pks.update(
+            Item.objects.filter(collection=collection, external_id__in=chunk).values_list(
+                "external_id", "pk"
+            )
+        )
+    missing = [
+        Item(collection=collection, external_id=i, placeholder=True)
+        for i in sorted(wanted - item_pks.keys())
+    ]
+    for item in Item.objects.bulk_create(missing, batch_size=BATCH):
+        item_pks[item.external_id] = item.pk
+    report.placeholders_created = len(missing)
+    distinct = {(query_pks[q], item_pks[i]) for pool in pooled.values() for q, i, _ in pool}
+    judged: set[tuple[int, int]] = set()
+    for qids in _chunks(sorted({q for q, _ in distinct}), 500):
+        judged.update(Judgment.objects.filter(query_id__in=qids).values_list("query_id", "item_id"))
+    report.unjudged_found = len(distinct - judged)
+    for stage_name, pool in pooled.items():
+        label = f"run {run.name}" if stage_name == "default" else f"run {run.name} / {stage_name}"
+        by_query: dict[str, list[tuple[int, int, int]]] = {}
+        for qid, item, rank in pool:
+            by_query.setdefault(qid, []).append((query_pks[qid], item_pks[item], rank))
+        for qids in _chunks(sorted(by_query), 200):
+            _, created = queue_unjudged(
+                collection=collection,
+                pairs=(p for q in qids for p in by_query[q]),
+                source=label,
+            )
+            report.newly_queued += created
+
+
+def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]
