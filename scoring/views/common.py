@@ -1,0 +1,88 @@
+"""What the scoring pages share: the membership check, query-string parameters, the link
+back to the collection, the JSON and CSV answers, and the page for a refused request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import NoReverseMatch, reverse
+
+from judgments.models import Collection
+from judgments.selectors import role_of
+
+
+def member_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Resolve ``slug`` to a collection the user is a member of (any role), else 404."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        collection = Collection.objects.filter(slug=slug).first()
+        role = role_of(request.user, collection) if collection is not None else None
+        if collection is None or role is None:
+            raise Http404("No such collection, or you are not one of its members.")
+        request.collection_role = role  # type: ignore[attr-defined]
+        return view(request, collection, *args, **kwargs)
+
+    return wrapper
+
+
+class BadParameter(ValueError):
+    """A query-string parameter that cannot be used; the message says how to fix it."""
+
+
+def int_param(
+    request: HttpRequest,
+    name: str,
+    *,
+    default: int | None = None,
+    minimum: int = 1,
+    maximum: int = 2**63 - 1,
+) -> int | None:
+    raw = request.GET.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadParameter(f"{name}={raw!r} is not a whole number") from None
+    if value < minimum:
+        raise BadParameter(f"{name} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise BadParameter(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def _collection_url(collection: Collection) -> str | None:
+    try:
+        return reverse("judgments:collection", kwargs={"slug": collection.slug})
+    except NoReverseMatch:
+        return None
+
+
+def _data_response(
+    request: HttpRequest, data: dict[str, Any], csv_text: Callable[[], str], name: str
+):
+    fmt = request.GET.get("format", "")
+    if fmt == "json":
+        return JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    if fmt == "csv":
+        response = HttpResponse(csv_text(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+        return response
+    return None
+
+
+def _bad_request(request: HttpRequest, collection: Collection, title: str, reasons: list[str]):
+    return render(
+        request,
+        "scoring/refused.html",
+        {"collection": collection, "title": title, "reasons": reasons},
+        status=400,
+    )

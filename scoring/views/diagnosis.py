@@ -1,0 +1,144 @@
+"""The stage diagnosis page of a run: the last stage each relevant item reached, and each
+stage's scores at the same cutoff."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from judgments.models import Collection, Snapshot
+
+from .. import reports
+from ..models import Run
+from ..selectors import run_by_name
+from .common import (
+    BadParameter,
+    _bad_request,
+    _collection_url,
+    _data_response,
+    int_param,
+    member_page,
+)
+
+#: The diagnosis page lists this many relevant items; the CSV and JSON hold all of them.
+ITEMS_SHOWN = 2000
+
+
+@require_GET
+@member_page
+def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
+    try:
+        run = run_by_name(collection, name)
+    except Run.DoesNotExist:
+        raise Http404(f"collection '{collection.slug}' has no run '{name}'") from None
+    try:
+        params = reports.diagnosis_params(
+            run=run,
+            snapshot=int_param(request, "snapshot"),
+            k=int_param(request, "k", maximum=1_000_000),
+            rel_level=int_param(request, "rel"),
+            unjudged=request.GET.get("unjudged") or "nonrel",
+            mapping=int_param(request, "mapping"),
+        )
+    except (BadParameter, reports.DiagnosisError, Snapshot.DoesNotExist) as exc:
+        return _bad_request(request, collection, "This diagnosis cannot be made", [str(exc)])
+    diagnosis = reports.diagnosis_for(
+        **params, may_score=reports.may_score(request.user, collection), by=request.user
+    )
+    data = _data_response(
+        request,
+        diagnosis,
+        lambda: reports.diagnosis_csv(diagnosis),
+        f"{collection.slug}-{run.name}-diagnosis-v{params['snapshot'].number}-k{params['k']}",
+    )
+    if data is not None:
+        return data
+    return render(
+        request,
+        "scoring/diagnosis.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "run": run,
+            "d": diagnosis,
+            "view": diagnosis_view(diagnosis),
+            "snapshots": collection.snapshots.order_by("-number").values_list("number", flat=True),
+            "chart_data": {
+                "stages": diagnosis["stages"],
+                "outcomes": diagnosis["outcomes"],
+                "totals": diagnosis["totals"],
+                "per_query": [
+                    {"query": r["query"], "outcomes": r["outcomes"]} for r in diagnosis["per_query"]
+                ],
+            },
+        },
+    )
+
+
+def diagnosis_view(d: dict[str, Any]) -> dict[str, Any]:
+    k = d["header"]["k"]
+    labels = {o["key"]: o["label"] for o in d["outcomes"]}
+    stage_rows = []
+    for s in d["stage_scores"]:
+        agg = s["aggregates"] or {}
+        stage_rows.append(
+            {
+                **s,
+                "cells": [
+                    reports.fmt_value(m, agg.get(m, {}).get("macro")) if agg else "not scored"
+                    for m in (f"R@{k}", f"AnyHit@{k}", f"AllHit@{k}", f"nDCG@{k}")
+                ],
+                "pooled": reports.fmt_value(f"R@{k}", agg.get(f"R@{k}", {}).get("pooled"))
+                if agg
+                else "not scored",
+            }
+        )
+    n = d["relevant_items"]
+    return {
+        "k": k,
+        "score_columns": [f"R@{k} macro", f"AnyHit@{k}", f"AllHit@{k}", f"nDCG@{k}"],
+        "stage_rows": stage_rows,
+        "missing_scores": [s["stage"] for s in d["stage_scores"] if s["evaluation"] is None],
+        "totals": [
+            {
+                **o,
+                "count": d["totals"][o["key"]],
+                "share": reports.fmt_number("R", d["share"][o["key"]]) if n else "undefined",
+            }
+            for o in d["outcomes"]
+        ],
+        "reached": [
+            {
+                "stage": s,
+                "count": c,
+                "share": reports.fmt_number("R", c / n) if n else "undefined",
+            }
+            for s, c in zip(d["stages"], d["reached_by_stage"], strict=True)
+        ],
+        "queries": [
+            {
+                **r,
+                "tags_json": json.dumps(r.get("tags", [])),
+                "counts": [r["outcomes"][o["key"]] for o in d["outcomes"]],
+                "recall": [
+                    {"text": reports.fmt_value(f"R@{k}", v), "sort": reports.sort_value(v)}
+                    for v in r["recall"]
+                ],
+            }
+            for r in d["per_query"]
+        ],
+        "items": [
+            {
+                **it,
+                "label": labels[it["outcome"]],
+                "rank_cells": ["—" if r is None else r for r in it["ranks"]],
+            }
+            for it in d["items"][:ITEMS_SHOWN]
+        ],
+        "items_hidden": max(0, len(d["items"]) - ITEMS_SHOWN),
+        "tags": sorted({t for r in d["per_query"] for t in r.get("tags", [])}),
+    }

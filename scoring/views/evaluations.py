@@ -1,0 +1,143 @@
+"""The evaluations of a collection, and one evaluation's report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from judgments.models import Collection
+
+from .. import reports
+from ..models import Evaluation
+from ..selectors import evaluation_in, evaluations_of
+from .common import _collection_url, _data_response, member_page
+
+
+@require_GET
+@member_page
+def evaluation_list(request: HttpRequest, collection: Collection) -> HttpResponse:
+    evaluations = evaluations_of(collection)[:500]
+    return render(
+        request,
+        "scoring/evaluations.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "evaluations": evaluations,
+        },
+    )
+
+
+@require_GET
+@member_page
+def evaluation_detail(request: HttpRequest, collection: Collection, pk: int) -> HttpResponse:
+    try:
+        evaluation = evaluation_in(collection, pk)
+    except Evaluation.DoesNotExist:
+        raise Http404(f"collection '{collection.slug}' has no evaluation {pk}") from None
+    report = reports.build_report(evaluation)
+    data = _data_response(
+        request,
+        report,
+        lambda: reports.report_csv(report),
+        f"{collection.slug}-evaluation-{evaluation.pk}",
+    )
+    if data is not None:
+        return data
+    return render(
+        request,
+        "scoring/report.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "evaluation": evaluation,
+            "crumb": f"Evaluation {evaluation.pk}",
+            "report": report,
+            "view": report_view(report),
+            "others": evaluations_of(collection).exclude(pk=evaluation.pk)[:200],
+            "multi_stage": evaluation.run.stages.count() > 1,
+            "chart_data": report["charts"],
+        },
+    )
+
+
+def report_view(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's tables with display strings beside sort values, for the template."""
+    measures = report["measures"]
+    per_query = report["per_query"]
+    bounds = report["params"]["unjudged"] == "bounds"
+    aggregates = []
+    for m in measures:
+        agg = report["aggregates"].get(m, {})
+        aggregates.append(
+            {
+                "measure": m,
+                "label": reports.measure_label(m),
+                "macro": reports.fmt_value(m, agg.get("macro")),
+                "pooled": reports.fmt_value(m, agg["pooled"]) if "pooled" in agg else "",
+                "has_pooled": "pooled" in agg,
+            }
+        )
+    rows = []
+    for w in report["weights"]:
+        q = w["query"]
+        values = per_query[q]
+        info = report["queries"].get(q, {})
+        rows.append(
+            {
+                "query": q,
+                "text": info.get("text", ""),
+                "tags": info.get("tags", []),
+                "tags_json": json.dumps(info.get("tags", [])),
+                "relevant": w["relevant"],
+                "weight": reports.fmt_number("R", w["pooled"]),
+                "weight_sort": w["pooled"],
+                "abstained": bool(values.get("abstained")),
+                "cells": [
+                    {
+                        "text": reports.fmt_value(m, values.get(m)),
+                        "sort": reports.sort_value(values.get(m)),
+                    }
+                    for m in measures
+                ],
+            }
+        )
+    weights = [
+        {
+            "query": w["query"],
+            "relevant": w["relevant"],
+            "pooled": reports.fmt_number("R", w["pooled"]),
+            "macro": reports.fmt_number("R", w["macro"]),
+        }
+        for w in report["weights"]
+    ]
+    tags = sorted({t for r in rows for t in r["tags"]})
+    ab = report["abstention"]
+    return {
+        "aggregates": aggregates,
+        "rows": rows,
+        "weights": weights,
+        "total_relevant": sum(w["relevant"] for w in report["weights"]),
+        "tags": tags,
+        "bounds": bounds,
+        "excluded": [
+            {
+                "query": q,
+                "reason": reason,
+                "text": report["queries"].get(q, {}).get("text", ""),
+            }
+            for q, reason in report["excluded"].items()
+        ],
+        "reasons": [
+            {"reason": r, "count": n, "description": report["accounting"]["reasons"][r]}
+            for r, n in report["accounting"]["excluded"].items()
+        ],
+        "abstention_rows": [
+            {**row, "text": report["queries"].get(row["query"], {}).get("text", "")}
+            for row in ab["queries"]
+        ],
+    }
