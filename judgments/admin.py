@@ -1,6 +1,6 @@
 """Admin: browse everything; change through services only.
 
-Judgments, statuses and history change through ``services.py`` (version checks,
+Judgments, statuses and history change through ``judgments.services`` (version checks,
 history rows, invariants), so their admin pages are read-only.
 """
 

@@ -1,5 +1,5 @@
 """Admin: browse runs, mappings and evaluations. They are made by the services in
-``services.py`` and never change, so every page is read-only."""
+``scoring.services`` and never change, so every page is read-only."""
 
 from django.contrib import admin
 

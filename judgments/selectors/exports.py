@@ -41,7 +41,7 @@ def bundle_of(collection: Collection):  # -> formats.Bundle
     """Everything an export holds, as format records: the collection, its items, its
     queries with status and evidence, its judgments, and its open review tasks (unjudged
     pairs) except any whose pair is judged. Records come in no particular order; the
-    writers in ``formats.py`` sort them."""
+    writers in ``judgments.formats`` sort them."""
     where = Where(f"collection '{collection.slug}'")
     username = get_user_model().USERNAME_FIELD
     bundle = Bundle(

@@ -2,7 +2,7 @@
 or CSV with ``?format=csv``.
 
 Readable by every member of the collection (the reviewer role); a collection you are not
-a member of answers 404. The dicts come from ``scoring/reports.py``, which the pages
+a member of answers 404. The dicts come from ``scoring.reports``, which the pages
 render too. ``urlpatterns`` is mounted under ``/api/``.
 """
 

@@ -3,7 +3,7 @@
 Every page is visible to the collection's members, whatever their role, and a 404 to
 everyone else (a non-member learns nothing, not even that the collection exists). Each
 page also answers ``?format=json`` and ``?format=csv`` with the very dicts it renders
-(``scoring/reports.py``), so what a reader sees and what they download cannot disagree.
+(``scoring.reports``), so what a reader sees and what they download cannot disagree.
 
 One module per page; this package re-exports the views, so ``scoring/urls.py`` names
 them as ``views.<name>``.

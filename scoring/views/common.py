@@ -4,33 +4,18 @@ back to the collection, the JSON and CSV answers, and the page for a refused req
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
-from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
 from judgments.models import Collection
-from judgments.selectors import role_of
+from judgments.views.common import member_view
 
-
-def member_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Resolve ``slug`` to a collection the user is a member of (any role), else 404."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        collection = Collection.objects.filter(slug=slug).first()
-        role = role_of(request.user, collection) if collection is not None else None
-        if collection is None or role is None:
-            raise Http404("No such collection, or you are not one of its members.")
-        request.collection_role = role  # type: ignore[attr-defined]
-        return view(request, collection, *args, **kwargs)
-
-    return wrapper
+#: Resolve ``slug`` to a collection the user is a member of (any role), else 404: the
+#: reviewer pages' check (``judgments.views.common.member_view``), not a second one.
+member_page = member_view()
 
 
 class BadParameter(ValueError):

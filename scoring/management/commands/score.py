@@ -105,7 +105,7 @@ class Command(BaseCommand):
         ) as exc:
             raise CommandError(str(exc)) from None
         if options["json"] or options["csv"]:
-            # The same report the browser and the API show (scoring/reports.py).
+            # The same report the browser and the API show (scoring.reports).
             full = build_report(evaluation)
             if options["csv"]:
                 self.stdout.write(report_csv(full), ending="")
