@@ -4,7 +4,10 @@ Judgments, statuses and history change through ``judgments.services`` (version c
 history rows, invariants), so their admin pages are read-only.
 """
 
+from typing import Any
+
 from django.contrib import admin
+from django.db import transaction
 
 from .models import (
     Collection,
@@ -19,6 +22,7 @@ from .models import (
     Snapshot,
     TaskSource,
 )
+from .services.search_index import index_items
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -52,6 +56,11 @@ class ItemAdmin(admin.ModelAdmin):
     list_filter = ["collection", "placeholder"]
     search_fields = ["external_id", "title"]
     readonly_fields = ["collection", "external_id", "created_at"]
+
+    def save_model(self, request: Any, obj: Item, form: Any, change: bool) -> None:
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            index_items([obj])  # the search index follows the text (SQLite; no-op on PG)
 
 
 @admin.register(Judgment)

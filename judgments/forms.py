@@ -12,9 +12,10 @@ from typing import Any
 
 from django import forms
 
-from .models import QueryStatus
+from .models import ChangeSource, QueryStatus
 
 NOTE_MAX_LENGTH = 2000
+SEARCH_MAX_LENGTH = 200
 
 
 class QueueJudgeForm(forms.Form):
@@ -31,6 +32,22 @@ class QueueTaskForm(forms.Form):
     task = forms.IntegerField(min_value=1)
 
 
+class QueueStatusForm(forms.Form):
+    """The review status chosen for the query the queue just finished."""
+
+    query = forms.CharField(max_length=200, strip=False)
+    status = forms.ChoiceField(choices=QueryStatus.choices)
+
+
+class BulkStatusForm(forms.Form):
+    """The bulk status action: the new status, for the queries that the collection page's
+    filters (``status``, ``tag``) show."""
+
+    new_status = forms.ChoiceField(choices=QueryStatus.choices)
+    status = forms.CharField(required=False, max_length=16)
+    tag = forms.CharField(required=False, max_length=200)
+
+
 class GradeForm(forms.Form):
     """A grade for one item of the query page. ``expected_version`` is the version the
     page showed (empty for an unjudged item): the edit is refused if it is stale."""
@@ -39,6 +56,11 @@ class GradeForm(forms.Form):
     grade = forms.IntegerField(min_value=0)
     note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
     expected_version = forms.IntegerField(required=False, min_value=1)
+    # "search" when the item was found by searching the collection: the history says so.
+    source = forms.ChoiceField(
+        required=False, choices=[("", "page"), (ChangeSource.SEARCH, "search")]
+    )
+    search = forms.CharField(required=False, max_length=SEARCH_MAX_LENGTH)  # to return to
 
 
 class StatusForm(forms.Form):

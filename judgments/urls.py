@@ -11,6 +11,8 @@ urlpatterns = [
     path("c/<slug:slug>/review/judge/", views.review_judge, name="review-judge"),
     path("c/<slug:slug>/review/skip/", views.review_skip, name="review-skip"),
     path("c/<slug:slug>/review/undo/", views.review_undo, name="review-undo"),
+    path("c/<slug:slug>/review/status/", views.review_settle, name="review-settle"),
+    path("c/<slug:slug>/status/", views.bulk_status, name="bulk-status"),
     # Query ids are opaque and may hold "/": the path converter takes them whole.
     path("c/<slug:slug>/q/<path:external_id>/", views.query_detail, name="query"),
 ]

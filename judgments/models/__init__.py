@@ -20,7 +20,15 @@ from .collections import (
 )
 from .immutable import AppendOnlyModel, FrozenModel, ImmutableModel, ImmutableQuerySet
 from .judgments import ChangeSource, Judgment, JudgmentChange, QueryStatusChange
-from .queries import EvidenceCondition, Item, Query, QueryStatus
+from .queries import (
+    EvidenceCondition,
+    Item,
+    Query,
+    QueryStatus,
+    StatusPlan,
+    plan_status_change,
+    status_refusal,
+)
 from .queue import ReviewTask, TaskSkip, TaskSource, TaskStatus
 from .snapshots import Snapshot, SnapshotJudgment, SnapshotQuery, SnapshotUnjudged
 
@@ -48,8 +56,11 @@ __all__ = [
     "SnapshotJudgment",
     "SnapshotQuery",
     "SnapshotUnjudged",
+    "StatusPlan",
     "TaskSkip",
     "TaskSource",
     "TaskStatus",
+    "plan_status_change",
     "role_allows",
+    "status_refusal",
 ]

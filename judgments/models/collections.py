@@ -40,6 +40,11 @@ class Collection(models.Model):
     relevant_grade = models.PositiveSmallIntegerField(default=1)
     guidelines = models.TextField(blank=True)
     pool_depth = models.PositiveIntegerField(default=10)
+    holds_whole_corpus = models.BooleanField(
+        default=False,
+        help_text="Every item of the corpus is imported: a run naming an item the collection "
+        "lacks is refused instead of creating a placeholder to judge.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = CollectionManager()

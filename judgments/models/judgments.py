@@ -57,6 +57,7 @@ class ChangeSource(models.TextChoices):
     API = "api", "API"
     IMPORT = "import", "import"
     ADMIN = "admin", "admin"
+    SEARCH = "search", "search"  # judged from a search hit, not from a queued task
 
 
 class JudgmentChange(AppendOnlyModel):

@@ -3,6 +3,9 @@ conditions."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
 from django.conf import settings
 from django.db import connections, models
 from django.db.models import BooleanField, Q
@@ -15,6 +18,51 @@ class QueryStatus(models.TextChoices):
     UNREVIEWED = "unreviewed", "unreviewed"
     RELEVANT = "relevant", "reviewed: has relevant items"
     NO_ANSWER = "no_answer", "reviewed: confirmed no answer"
+
+
+def status_refusal(*, query_id: str, status: str, relevant_count: int) -> str:
+    """Why ``status`` does not fit a query with ``relevant_count`` relevant judgments, or
+    ``""`` when it does: the one rule that keeps a review status consistent with its
+    judgments (``relevant`` needs one, ``no_answer`` allows none)."""
+    if status not in QueryStatus.values:
+        return f"status {status!r} must be one of {', '.join(QueryStatus.values)}"
+    if status == QueryStatus.RELEVANT and relevant_count == 0:
+        return (
+            f"query '{query_id}' has no relevant judgment, so it cannot be marked "
+            "'has relevant items'; judge a relevant item first, or mark it 'no answer'"
+        )
+    if status == QueryStatus.NO_ANSWER and relevant_count:
+        return (
+            f"query '{query_id}' has {relevant_count} relevant judgment(s), so it "
+            "cannot be marked 'confirmed no answer'; regrade them first"
+        )
+    return ""
+
+
+@dataclass(frozen=True)
+class StatusPlan:
+    """What setting ``status`` on a set of queries would do, query ids in order: the ones
+    it changes, the ones that have it already, and the ones the rule refuses (with why)."""
+
+    status: str
+    change: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+
+def plan_status_change(rows: Iterable[tuple[str, str, int]], status: str) -> StatusPlan:
+    """The plan for ``(query id, current status, relevant judgments)`` rows, by
+    ``status_refusal``: the preview and the bulk change share it."""
+    plan = StatusPlan(status=status)
+    for query_id, current, relevant_count in rows:
+        refusal = status_refusal(query_id=query_id, status=status, relevant_count=relevant_count)
+        if refusal:
+            plan.refused.append((query_id, refusal))
+        elif current == status:
+            plan.unchanged.append(query_id)
+        else:
+            plan.change.append(query_id)
+    return plan
 
 
 class QueryQuerySet(models.QuerySet["Query"]):

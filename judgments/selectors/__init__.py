@@ -12,10 +12,12 @@ from .collections import (
     queries_with_progress,
     query_in,
     query_tags_of,
+    status_change_plan,
 )
 from .exports import bundle_of, judgments_of, queries_of, unjudged_items_for
 from .review import (
     OPEN_TASK_STATUSES,
+    QueryProgress,
     ReviewProgress,
     change_that_made,
     collections_with_review_progress,
@@ -23,9 +25,11 @@ from .review import (
     judgment_changes,
     judgments_for_query,
     open_tasks_for_query,
+    query_progress,
     queue_progress,
     task_for_review,
 )
+from .search import SearchHit, search_items
 from .snapshots import (
     SnapshotDiff,
     diff_snapshots,
@@ -39,7 +43,9 @@ from .snapshots import (
 
 __all__ = [
     "OPEN_TASK_STATUSES",
+    "QueryProgress",
     "ReviewProgress",
+    "SearchHit",
     "SnapshotDiff",
     "bundle_of",
     "change_that_made",
@@ -62,12 +68,15 @@ __all__ = [
     "queries_of",
     "queries_with_progress",
     "query_in",
+    "query_progress",
     "query_tags_of",
     "queue_progress",
     "role_of",
+    "search_items",
     "snapshot_canonical_lines",
     "snapshot_of",
     "snapshot_trec_lines",
+    "status_change_plan",
     "task_for_review",
     "unjudged_items_for",
 ]

@@ -8,7 +8,16 @@ from typing import Any
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from ..models import Collection, Item, Judgment, Query, QueryStatus, ReviewTask
+from ..models import (
+    Collection,
+    Item,
+    Judgment,
+    Query,
+    QueryStatus,
+    ReviewTask,
+    StatusPlan,
+    plan_status_change,
+)
 from .review import OPEN_TASK_STATUSES
 
 
@@ -73,6 +82,20 @@ def queries_with_progress(
         n_relevant=_count_of(judgments.filter(grade__gte=collection.relevant_grade)),
         n_open=_count_of(ReviewTask.objects.filter(status__in=OPEN_TASK_STATUSES)),
     ).order_by("external_id")
+
+
+def status_change_plan(
+    collection: Collection, status: str, *, among: str | None = None, tag: str | None = None
+) -> StatusPlan:
+    """What the bulk action would do: set ``status`` on the queries shown with the status
+    filter ``among`` and the tag filter ``tag`` (``plan_status_change``, the rule the
+    service applies)."""
+    rows = (
+        queries_with_progress(collection, status=among, tag=tag)
+        .values_list("external_id", "status", "n_relevant")
+        .order_by("external_id")
+    )
+    return plan_status_change(rows, status)
 
 
 def query_in(collection: Collection, external_id: str) -> Query:

@@ -18,6 +18,7 @@ from ..models import (
     Judgment,
     JudgmentChange,
     Query,
+    QueryStatus,
     ReviewTask,
     TaskStatus,
 )
@@ -82,6 +83,39 @@ def collections_with_review_progress(user: Any) -> list[tuple[Collection, Review
     ):
         counts[pk]["open_tasks"], counts[pk]["claimed_now"] = n_open, n_claimed
     return [(c, ReviewProgress(**counts[c.pk])) for c in collections]
+
+
+@dataclass(frozen=True)
+class QueryProgress:
+    """Where one query's review stands: its judgments, how many are relevant, its open
+    review tasks, and the status its judgments point to (``relevant`` with a relevant
+    judgment, else ``no_answer``: every judged item is non-relevant)."""
+
+    query: Query
+    judged: int
+    relevant: int
+    open_tasks: int
+
+    @property
+    def suggested_status(self) -> str:
+        return QueryStatus.RELEVANT if self.relevant else QueryStatus.NO_ANSWER
+
+    @property
+    def settled(self) -> bool:
+        return self.query.status != QueryStatus.UNREVIEWED
+
+
+def query_progress(query: Query) -> QueryProgress:
+    """The query's progress, read fresh (its status too): two queries."""
+    query = Query.objects.select_related("collection").get(pk=query.pk)
+    counts = Judgment.objects.filter(query=query).aggregate(
+        judged=Count("pk"),
+        relevant=Count("pk", filter=Q(grade__gte=query.collection.relevant_grade)),
+    )
+    open_tasks = ReviewTask.objects.filter(query=query, status__in=OPEN_TASK_STATUSES).count()
+    return QueryProgress(
+        query=query, judged=counts["judged"], relevant=counts["relevant"], open_tasks=open_tasks
+    )
 
 
 def queue_progress(collection: Collection) -> tuple[int, int]:

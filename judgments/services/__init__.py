@@ -26,7 +26,12 @@ from .judgments import (
     undo_judgment_change,
 )
 from .members import set_member_role, set_membership
-from .queries import normalize_evidence, set_evidence_condition, set_query_status
+from .queries import (
+    normalize_evidence,
+    set_evidence_condition,
+    set_query_status,
+    set_query_statuses,
+)
 from .queue import (
     DEFAULT_LEASE,
     claim_next_task,
@@ -66,6 +71,7 @@ __all__ = [
     "set_member_role",
     "set_membership",
     "set_query_status",
+    "set_query_statuses",
     "skip_task",
     "task_priority",
     "undo_judgment_change",

@@ -20,6 +20,7 @@ from ..models import (
 )
 from .import_checks import ImportReport, _chunks, _ImportChecks
 from .queue import queue_unjudged
+from .search_index import index_items
 
 IMPORT_BATCH_SIZE = 1000
 PROGRESS_EVERY = 10 * IMPORT_BATCH_SIZE
@@ -56,6 +57,7 @@ class _ImportPlan(_ImportChecks):
             ["title", "text", "url", "metadata", "placeholder"],
             batch_size=IMPORT_BATCH_SIZE,
         )
+        index_items([*self.new_items, *self.filled_items])
         self.items.update((i.external_id, i) for i in items)
         report.items_created = len(self.new_items)
         report.placeholders_created = len(self.placeholders)

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
-from ..locks import lock_query
+from ..locks import lock_query, share_collection
 from ..models import (
     ChangeSource,
+    Collection,
     EvidenceCondition,
     Item,
     Judgment,
     Query,
     QueryStatus,
     QueryStatusChange,
+    StatusPlan,
+    plan_status_change,
+    status_refusal,
 )
 from ._common import User
 from .errors import InvariantError
@@ -35,21 +41,16 @@ def set_query_status(
     ``no_answer`` allows none. A refused change leaves the status as it was.
     """
     if status not in QueryStatus.values:
-        raise InvariantError(f"status {status!r} must be one of {', '.join(QueryStatus.values)}")
+        raise InvariantError(status_refusal(query_id="", status=status, relevant_count=0))
     query = lock_query(query.pk)
     relevant_count = Judgment.objects.filter(
         query=query, grade__gte=query.collection.relevant_grade
     ).count()
-    if status == QueryStatus.RELEVANT and relevant_count == 0:
-        raise InvariantError(
-            f"query '{query.external_id}' has no relevant judgment, so it cannot be marked "
-            "'has relevant items'; judge a relevant item first, or mark it 'no answer'"
-        )
-    if status == QueryStatus.NO_ANSWER and relevant_count:
-        raise InvariantError(
-            f"query '{query.external_id}' has {relevant_count} relevant judgment(s), so it "
-            "cannot be marked 'confirmed no answer'; regrade them first"
-        )
+    refusal = status_refusal(
+        query_id=query.external_id, status=status, relevant_count=relevant_count
+    )
+    if refusal:
+        raise InvariantError(refusal)
     if query.status == status:
         return query
     QueryStatusChange.objects.create(
@@ -60,6 +61,65 @@ def set_query_status(
     query.status_changed_at = timezone.now()
     query.save(update_fields=["status", "status_changed_by", "status_changed_at"])
     return query
+
+
+@transaction.atomic
+def set_query_statuses(
+    *,
+    collection: Collection,
+    query_ids: Iterable[str],
+    status: str,
+    by: User | None,
+    source: str = ChangeSource.UI,
+) -> StatusPlan:
+    """Set one review status on many queries of a collection (the bulk action).
+
+    Each query keeps the ``set_query_status`` rule (``status_refusal``): the ones it
+    refuses are left as they are and returned in ``refused``, with why; the others change
+    together, in one transaction, each with its ``QueryStatusChange``. The queries are
+    locked in pk order (the order of every service), so the counts the rule reads cannot
+    change before the statuses do. Unknown ids are refused too.
+    """
+    if status not in QueryStatus.values:
+        raise InvariantError(status_refusal(query_id="", status=status, relevant_count=0))
+    wanted = sorted(set(query_ids))
+    share_collection(collection.pk)
+    queries = list(
+        Query.objects.filter(collection=collection, external_id__in=wanted)
+        .order_by("pk")
+        .select_for_update(of=("self",))
+    )
+    relevant = dict(
+        Judgment.objects.filter(query__in=queries, grade__gte=collection.relevant_grade)
+        .order_by()
+        .values_list("query_id")
+        .annotate(n=Count("pk"))
+    )
+    by_id = {q.external_id: q for q in queries}
+    plan = plan_status_change(
+        (
+            (q.external_id, q.status, relevant.get(q.pk, 0))
+            for q in sorted(queries, key=lambda q: q.external_id)
+        ),
+        status,
+    )
+    plan.refused.extend(
+        (qid, f"query '{qid}' is not in collection '{collection.slug}'")
+        for qid in wanted
+        if qid not in by_id
+    )
+    now = timezone.now()
+    changed = [by_id[qid] for qid in plan.change]
+    QueryStatusChange.objects.bulk_create(
+        QueryStatusChange(
+            query=q, old_status=q.status, new_status=status, changed_by=by, source=source
+        )
+        for q in changed
+    )
+    Query.objects.filter(pk__in=[q.pk for q in changed]).update(
+        status=status, status_changed_by=by, status_changed_at=now
+    )
+    return plan
 
 
 def normalize_evidence(groups: Any) -> list[list[str]]:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
 from ..locks import share_collection
@@ -138,40 +138,76 @@ DEFAULT_LEASE = timedelta(minutes=10)
 
 
 def claim_next_task(
-    *, reviewer: User, collection: Collection, lease: timedelta = DEFAULT_LEASE
+    *,
+    reviewer: User,
+    collection: Collection,
+    lease: timedelta = DEFAULT_LEASE,
+    query: Query | None = None,
+    tag: str | None = None,
+    current_query_id: int | None = None,
 ) -> ReviewTask | None:
-    """Hand one open task to one reviewer, with a lease; ``None`` when the queue is empty.
+    """Hand one open task to one reviewer, with a lease; ``None`` when the scope is empty.
 
-    A reviewer who already holds a live lease gets that task back (a reload never claims
-    a second one). Otherwise the highest-priority task that is pending, or whose lease
-    expired, and that this reviewer has not skipped, is claimed by compare-and-set, so
-    no task is ever held by two reviewers; on PostgreSQL ``SKIP LOCKED`` keeps
-    concurrent reviewers from queueing behind one row.
+    The scope is one query (``query``), the queries with one tag (``tag``), or the whole
+    collection. Within it, review goes a query at a time: the open tasks of
+    ``current_query_id`` (the query the reviewer is working on) come first, in priority
+    order; when it has none left, the highest-priority task of a query that no other
+    reviewer holds a live lease in starts the next query, and only when every query is
+    held by someone the highest-priority task of any query is served.
+
+    A reviewer who already holds a live lease in the scope gets that task back (a reload
+    never claims a second one); held tasks outside the scope are released first, so that
+    changing scope leaves nothing locked. A task is claimed by compare-and-set, so no task
+    is ever held by two reviewers; on PostgreSQL ``SKIP LOCKED`` keeps concurrent
+    reviewers from queueing behind one row. Tasks this reviewer skipped are not offered.
     """
     now = timezone.now()
-    held = (
-        ReviewTask.objects.filter(
-            collection=collection,
-            status=TaskStatus.CLAIMED,
-            claimed_by=reviewer,
-            lease_expires_at__gt=now,
-        )
-        .order_by("lease_expires_at")
-        .first()
+    scope = Q()
+    if query is not None:
+        scope &= Q(query=query)
+    if tag is not None:
+        # Ids, not a subquery: with_tag's SQLite form names the query table, which a
+        # subquery renames.
+        tagged = Query.objects.filter(collection=collection).with_tag(tag)
+        scope &= Q(query_id__in=list(tagged.values_list("pk", flat=True)))
+    held = ReviewTask.objects.filter(
+        collection=collection,
+        status=TaskStatus.CLAIMED,
+        claimed_by=reviewer,
+        lease_expires_at__gt=now,
     )
-    if held is not None:
-        return held
+    in_scope = held.filter(scope).order_by("lease_expires_at").first()
+    if in_scope is not None:
+        return in_scope
+    held.update(status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None, updated_at=now)
+    scoped = ReviewTask.objects.filter(scope, collection=collection)
+    open_tasks = scoped.exclude(skips__reviewer=reviewer)
+    if current_query_id is not None:
+        task = _claim_first(open_tasks.filter(query_id=current_query_id), reviewer, lease)
+        if task is not None:
+            return task
+    held_by_others = ReviewTask.objects.filter(
+        collection=collection, status=TaskStatus.CLAIMED, lease_expires_at__gt=now
+    ).exclude(claimed_by=reviewer)
+    task = _claim_first(
+        open_tasks.exclude(query_id__in=held_by_others.values("query_id")), reviewer, lease
+    )
+    if task is not None:
+        return task
+    return _claim_first(open_tasks, reviewer, lease)
+
+
+def _claim_first(
+    tasks: QuerySet[ReviewTask], reviewer: User, lease: timedelta
+) -> ReviewTask | None:
+    """Claim the highest-priority open task among ``tasks`` by compare-and-set."""
     for _ in range(20):
+        now = timezone.now()
         with transaction.atomic():
-            open_tasks = (
-                ReviewTask.objects.filter(collection=collection)
-                .filter(
-                    Q(status=TaskStatus.PENDING)
-                    | Q(status=TaskStatus.CLAIMED, lease_expires_at__lte=now)
-                )
-                .exclude(skips__reviewer=reviewer)
-                .order_by("-priority", "pk")
-            )
+            open_tasks = tasks.filter(
+                Q(status=TaskStatus.PENDING)
+                | Q(status=TaskStatus.CLAIMED, lease_expires_at__lte=now)
+            ).order_by("-priority", "pk")
             if connection.features.has_select_for_update_skip_locked:
                 open_tasks = open_tasks.select_for_update(skip_locked=True, of=("self",))
             task = open_tasks.first()
@@ -189,7 +225,6 @@ def claim_next_task(
                 task.status, task.claimed_by = TaskStatus.CLAIMED, reviewer
                 task.lease_expires_at, task.updated_at = now + lease, now
                 return task
-        now = timezone.now()
     return None
 
 

@@ -7,19 +7,30 @@ queue also works without JavaScript. Nothing is ever saved over someone else's c
 a stale edit renders both values and waits for the reviewer to choose.
 """
 
-from .collections import collection_detail, home
+from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
-from .review_queue import ReviewSession, review, review_judge, review_skip, review_undo
+from .review_queue import (
+    ReviewScope,
+    ReviewSession,
+    review,
+    review_judge,
+    review_settle,
+    review_skip,
+    review_undo,
+)
 
 __all__ = [
+    "ReviewScope",
     "ReviewSession",
+    "bulk_status",
     "collection_detail",
     "home",
     "member_view",
     "query_detail",
     "review",
     "review_judge",
+    "review_settle",
     "review_skip",
     "review_undo",
     "wants_json",

@@ -106,16 +106,22 @@ def _already_saved(error: JudgmentConflict, request: HttpRequest, *, grade: int,
 
 
 def _conflict(
-    collection: Collection, error: JudgmentConflict, *, grade: int, note: str
+    collection: Collection, error: JudgmentConflict, *, grade: int, note: str, me: Any = None
 ) -> dict[str, Any]:
+    """Both sides of a stale edit; ``yours`` when the saved side is ``me``'s own (a
+    second tab, or a page brought back with Back), so that it is never called "theirs"."""
     theirs: Judgment = error.current
+    yours = me is not None and theirs.reviewer_id == me.pk
     return {
+        "yours": yours,
         "mine_grade": grade,
         "mine_label": _grade_label(collection, grade),
         "mine_note": note,
         "theirs": theirs,
         "theirs_label": _grade_label(collection, theirs.grade),
-        "theirs_by": theirs.reviewer.get_username() if theirs.reviewer else "an import",
+        "theirs_by": "you"
+        if yours
+        else (theirs.reviewer.get_username() if theirs.reviewer else "an import"),
         "based_on": error.expected_version,
     }
 

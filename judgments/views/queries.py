@@ -4,6 +4,7 @@ evidence condition, and the POST actions that change them."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -11,20 +12,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from ..forms import EvidenceForm, GradeForm, StatusForm, format_evidence
+from ..forms import SEARCH_MAX_LENGTH, EvidenceForm, GradeForm, StatusForm, format_evidence
 from ..highlight import query_terms
 from ..models import ChangeSource, Collection, Query, QueryStatus
-from ..selectors import evidence_of, item_in, judgments_for_query, open_tasks_for_query, query_in
-from ..services import (
-    InvariantError,
-    JudgmentConflict,
-    record_judgment,
-    set_evidence_condition,
-    set_query_status,
+from ..selectors import (
+    evidence_of,
+    item_in,
+    judgments_for_query,
+    open_tasks_for_query,
+    query_in,
+    search_items,
 )
+from ..services import InvariantError, set_evidence_condition, set_query_status
 from .common import (
-    _already_saved,
-    _conflict,
     _grade_label,
     _grades,
     _invalid,
@@ -33,6 +33,7 @@ from .common import (
     _sources,
     member_view,
 )
+from .grading import grade_item
 
 
 def _query_or_404(collection: Collection, external_id: str) -> Query:
@@ -74,6 +75,17 @@ def _render_query(
         }
         for t in open_tasks_for_query(query)
     ]
+    search = request.GET.get("search", "").strip()[:SEARCH_MAX_LENGTH]
+    search_terms = query_terms(search)
+    hits = [
+        {
+            "hit": hit,
+            "title_html": _marked(hit.item.title, search_terms),
+            "text_html": _marked(hit.item.text, search_terms),
+            "label": _grade_label(collection, hit.judgment.grade) if hit.judgment else "",
+        }
+        for hit in (search_items(collection, search, query=query) if search else ())
+    ]
     evidence = evidence_of(query)
     if evidence_form is None:
         evidence_form = EvidenceForm(
@@ -88,6 +100,12 @@ def _render_query(
             "query": query,
             "judged": judged,
             "waiting": waiting,
+            "search": search,
+            "hits": hits,
+            "queue_url": reverse("judgments:review", args=[collection.slug])
+            + "?"
+            + urlencode({"query": query.external_id}),
+            "search_source": ChangeSource.SEARCH,
             "n_relevant": n_relevant,
             "grades": _grades(collection),
             "statuses": QueryStatus.choices,
@@ -103,8 +121,10 @@ def _render_query(
     )
 
 
-def _query_url(collection: Collection, query: Query, anchor: str = "") -> str:
+def _query_url(collection: Collection, query: Query, anchor: str = "", *, search: str = "") -> str:
     url = reverse("judgments:query", args=[collection.slug, query.external_id])
+    if search:
+        url += "?" + urlencode({"search": search})
     return f"{url}#{anchor}" if anchor else url
 
 
@@ -122,38 +142,31 @@ def _post_grade(request: HttpRequest, collection: Collection, query: Query) -> H
             status=400,
             grade_error=f"Not saved: there is no item {data['item']!r} in this collection.",
         )
-    try:
-        judgment = record_judgment(
-            query=query,
-            item=item,
-            grade=data["grade"],
-            note=data["note"],
-            reviewer=request.user,
-            expected_version=data["expected_version"],
-            source=ChangeSource.UI,
-        )
-    except JudgmentConflict as e:
-        if _already_saved(e, request, grade=data["grade"], note=data["note"]):
-            label = _grade_label(collection, data["grade"])
-            messages.success(request, f"Already saved: {label} for item '{item.external_id}'.")
-            return redirect(_query_url(collection, query, f"item-{item.pk}"))
-        conflict = _conflict(collection, e, grade=data["grade"], note=data["note"])
-        conflict["item"] = item
+    graded = grade_item(
+        request,
+        collection,
+        query=query,
+        item=item,
+        grade=data["grade"],
+        note=data["note"],
+        expected_version=data["expected_version"],
+        source=data["source"] or ChangeSource.UI,
+    )
+    if graded.conflict is not None:
+        conflict = {**graded.conflict, "item": item}
         return _render_query(request, collection, query, status=409, conflict=conflict)
-    except InvariantError as e:
+    if graded.error:
         return _render_query(
             request,
             collection,
             query,
-            status=400,
-            grade_error=f"Not saved: {e}.",
+            status=graded.status,
+            grade_error=graded.error,
             error_item=item.external_id,
         )
-    messages.success(
-        request,
-        f"Saved {_grade_label(collection, judgment.grade)} for item '{item.external_id}' "
-        f"(version {judgment.version}).",
-    )
+    messages.success(request, graded.message)
+    if data["search"]:  # back to the search, on the hit just judged
+        return redirect(_query_url(collection, query, f"hit-{item.pk}", search=data["search"]))
     return redirect(_query_url(collection, query, f"item-{item.pk}"))
 
 

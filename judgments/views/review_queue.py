@@ -1,5 +1,10 @@
 """The review queue: claim the next task, judge it, skip it, undo the session's latest
-judgment.
+judgment, and settle a query's status when its last item is judged.
+
+Review goes a query at a time (``claim_next_task``): within the scope (the whole
+collection, ``?query=ID`` or ``?tag=TAG``) the queue serves the open items of the query
+just worked on before it moves to the next one. When a query has no open item left, the
+queue stops on it and offers to settle its review status with one key.
 
 The queue's POST endpoints answer JSON to the page's script (``Accept: application/json``),
 with the next panel as server-rendered HTML, and redirect or render a whole page otherwise,
@@ -9,28 +14,37 @@ change: a stale edit renders both values and waits for the reviewer to choose.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from ..forms import QueueJudgeForm, QueueTaskForm
+from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
-from ..models import ChangeSource, Collection, QueryStatus, ReviewTask
-from ..selectors import change_that_made, judgment_changes, queue_progress, task_for_review
+from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
+from ..selectors import (
+    QueryProgress,
+    judgment_changes,
+    query_in,
+    query_progress,
+    queue_progress,
+    task_for_review,
+)
 from ..services import (
     InvariantError,
     JudgmentConflict,
     claim_next_task,
-    record_judgment,
+    set_query_status,
     skip_task,
     undo_judgment_change,
 )
 from .common import (
-    _already_saved,
     _conflict,
     _grade_label,
     _grades,
@@ -40,6 +54,7 @@ from .common import (
     member_view,
     wants_json,
 )
+from .grading import grade_item
 
 UNDO_DEPTH = 200  # changes remembered per collection and session
 
@@ -71,12 +86,69 @@ class ReviewSession:
         self.request.session[self.key] = {"changes": self.changes, "judged": self.judged}
 
 
+@dataclass(frozen=True)
+class ReviewScope:
+    """Which tasks the queue serves: one query (``?query=ID``), the queries with one tag
+    (``?tag=TAG``), or every query (the default). Carried in the URLs' query string, so
+    that each tab keeps its own scope."""
+
+    query: Query | None = None
+    tag: str = ""
+
+    @classmethod
+    def of(cls, request: HttpRequest, collection: Collection) -> ReviewScope:
+        query_id = request.GET.get("query", "")
+        tag = request.GET.get("tag", "").strip()
+        if not query_id:
+            return cls(tag=tag)
+        try:
+            return cls(query=query_in(collection, query_id))
+        except Query.DoesNotExist:
+            raise Http404(f"No query '{query_id}' in this collection.") from None
+
+    @property
+    def suffix(self) -> str:
+        """``?query=…`` / ``?tag=…`` for the queue's URLs, or ``""``."""
+        if self.query is not None:
+            return "?" + urlencode({"query": self.query.external_id})
+        return "?" + urlencode({"tag": self.tag}) if self.tag else ""
+
+    def claim(
+        self, request: HttpRequest, collection: Collection, *, current: int | None = None
+    ) -> ReviewTask | None:
+        """The next task in this scope, staying on query ``current`` while it has any."""
+        return claim_next_task(
+            reviewer=request.user,
+            collection=collection,
+            query=self.query,
+            tag=self.tag or None,
+            current_query_id=current,
+        )
+
+
+class Queue:
+    """One request to the queue: the reviewer's session and scope in one collection."""
+
+    def __init__(self, request: HttpRequest, collection: Collection) -> None:
+        self.request, self.collection = request, collection
+        self.session = ReviewSession(request, collection)
+        self.scope = ReviewScope.of(request, collection)
+
+    def claim(self, *, current: int | None = None) -> ReviewTask | None:
+        return self.scope.claim(self.request, self.collection, current=current)
+
+    def answer(self, **kwargs: Any) -> HttpResponse:
+        return _queue_response(self.request, self.collection, self.session, self.scope, **kwargs)
+
+
 def _queue_response(
     request: HttpRequest,
     collection: Collection,
     session: ReviewSession,
+    scope: ReviewScope,
     *,
     task: ReviewTask | None,
+    finished: QueryProgress | None = None,
     message: str = "",
     error: str = "",
     conflict: dict[str, Any] | None = None,
@@ -92,13 +164,15 @@ def _queue_response(
             messages.success(request, message)
         if error:
             messages.error(request, error)
-        return redirect("judgments:review", slug=collection.slug)
+        return redirect(reverse("judgments:review", args=[collection.slug]) + scope.suffix)
     if task is not None:
         task = task_for_review(collection, task.pk)
     n_open, n_claimed = queue_progress(collection)
     context: dict[str, Any] = {
         "collection": collection,
         "task": task,
+        "finished": finished,
+        "scope": scope,
         "grades": _grades(collection),
         "can_undo": bool(session.changes),
         "conflict": conflict,
@@ -127,6 +201,13 @@ def _queue_response(
         if task is None
         else {"id": task.pk, "query": task.query.external_id, "item": task.item.external_id},
         "can_undo": bool(session.changes),
+        "finished": None
+        if finished is None
+        else {
+            "query": finished.query.external_id,
+            "status": finished.query.status,
+            "suggested": finished.suggested_status,
+        },
         **(extra or {}),
     }
     if not keep_panel:
@@ -145,83 +226,105 @@ def _queue_task(collection: Collection, task_id: int) -> ReviewTask:
 @member_view(label=True)
 def review(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Claim the next task for this reviewer (or get back the one they hold) and show it."""
-    session = ReviewSession(request, collection)
-    task = claim_next_task(reviewer=request.user, collection=collection)
-    return _queue_response(request, collection, session, task=task)
+    queue = Queue(request, collection)
+    return queue.answer(task=queue.claim())
+
+
+def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryProgress | None, str]:
+    """After a grade of ``query``'s item: stop on the query when nothing of it is open any
+    more (to settle its status), else claim its next item, or the next query's."""
+    progress = query_progress(query)
+    if progress.open_tasks == 0:
+        return None, progress, ""
+    task = queue.claim(current=query.pk)
+    note = ""
+    if task is None or task.query_id != query.pk:
+        n = progress.open_tasks
+        note = (
+            f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "
+            "you skipped or another reviewer holds."
+        )
+    return task, None, note
 
 
 @require_POST
 @member_view(label=True)
 def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
-    """Record the grade of the task on screen, then claim the next one."""
+    """Record the grade of the task on screen, then serve the query's next item, or stop
+    on the query to settle its status when none of its items is open any more."""
     form = QueueJudgeForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
     data = form.cleaned_data
     task = _queue_task(collection, data["task"])
-    session = ReviewSession(request, collection)
-    try:
-        judgment = record_judgment(
-            query=task.query,
-            item=task.item,
-            grade=data["grade"],
-            note=data["note"],
-            reviewer=request.user,
-            expected_version=data["expected_version"],
-            source=ChangeSource.UI,
-        )
-    except JudgmentConflict as e:
-        if _already_saved(e, request, grade=data["grade"], note=data["note"]):
-            next_task = claim_next_task(reviewer=request.user, collection=collection)
-            label = _grade_label(collection, data["grade"])
-            return _queue_response(
-                request,
-                collection,
-                session,
-                task=next_task,
-                message=f"Already saved: {label} for item '{task.item.external_id}'.",
-            )
-        conflict = _conflict(collection, e, grade=data["grade"], note=data["note"])
-        return _queue_response(
-            request,
-            collection,
-            session,
-            task=task,
-            conflict=conflict,
-            error="Not saved: someone else judged this item first. Choose which grade stays.",
-            status=409,
-        )
-    except InvariantError as e:
-        return _queue_response(
-            request,
-            collection,
-            session,
-            task=task,
-            error=f"Not saved: {e}.",
-            note=data["note"],
-            status=400,
-            keep_panel=True,
-        )
-    change = change_that_made(judgment, request.user)
-    session.push(change.pk)
-    label = _grade_label(collection, judgment.grade)
-    next_task = claim_next_task(reviewer=request.user, collection=collection)
-    return _queue_response(
+    queue = Queue(request, collection)
+    graded = grade_item(
         request,
         collection,
-        session,
+        query=task.query,
+        item=task.item,
+        grade=data["grade"],
+        note=data["note"],
+        expected_version=data["expected_version"],
+        source=ChangeSource.UI,
+    )
+    if graded.conflict is not None or graded.error:
+        return queue.answer(
+            task=task,
+            conflict=graded.conflict,
+            error=graded.error,
+            note=data["note"],
+            status=graded.status,
+            keep_panel=graded.conflict is None,
+        )
+    extra: dict[str, Any] = {}
+    if graded.saved:
+        queue.session.push(graded.change_id)  # type: ignore[arg-type]
+        judgment = graded.judgment
+        assert judgment is not None
+        extra["recorded"] = {
+            "query": task.query.external_id,
+            "item": task.item.external_id,
+            "grade": judgment.grade,
+            "version": judgment.version,
+            "change": graded.change_id,
+        }
+    next_task, finished, note = _next_after(queue, task.query)
+    return queue.answer(
         task=next_task,
-        message=f"Saved {label} for item '{task.item.external_id}' "
-        f"(query '{task.query.external_id}').",
-        extra={
-            "recorded": {
-                "query": task.query.external_id,
-                "item": task.item.external_id,
-                "grade": judgment.grade,
-                "version": judgment.version,
-                "change": change.pk,
-            }
-        },
+        finished=finished,
+        message=graded.message + note,
+        extra=extra,
+    )
+
+
+@require_POST
+@member_view(label=True)
+def review_settle(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """Set the review status of the query just finished (``set_query_status``, with its
+    history row), then start the next query."""
+    form = QueueStatusForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    queue = Queue(request, collection)
+    try:
+        query = query_in(collection, form.cleaned_data["query"])
+    except Query.DoesNotExist:
+        raise Http404("No such query in this collection.") from None
+    try:
+        query = set_query_status(query=query, status=form.cleaned_data["status"], by=request.user)
+    except InvariantError as e:
+        return queue.answer(
+            task=None,
+            finished=query_progress(query),
+            error=f"Status not changed: {e}.",
+            status=400 if wants_json(request) else 200,
+        )
+    task = queue.claim()
+    return queue.answer(
+        task=task,
+        message=f"Query '{query.external_id}' is now '{query.get_status_display()}'.",
+        extra={"settled": {"query": query.external_id, "status": query.status}},
     )
 
 
@@ -233,19 +336,18 @@ def review_skip(request: HttpRequest, collection: Collection) -> HttpResponse:
     if not form.is_valid():
         return _invalid(request, form)
     task = _queue_task(collection, form.cleaned_data["task"])
-    session = ReviewSession(request, collection)
+    queue = Queue(request, collection)
     try:
         skip_task(task=task, reviewer=request.user)
     except InvariantError as e:
-        next_task = claim_next_task(reviewer=request.user, collection=collection)
-        return _queue_response(
-            request, collection, session, task=next_task, error=f"Not skipped: {e}.", status=409
+        next_task = queue.claim(current=task.query_id)
+        return queue.answer(
+            task=next_task,
+            error=f"Not skipped: {e}.",
+            status=409,
         )
-    next_task = claim_next_task(reviewer=request.user, collection=collection)
-    return _queue_response(
-        request,
-        collection,
-        session,
+    next_task = queue.claim(current=task.query_id)
+    return queue.answer(
         task=next_task,
         message=f"Skipped item '{task.item.external_id}' (query '{task.query.external_id}'); "
         "it goes to the other reviewers.",
@@ -257,17 +359,14 @@ def review_skip(request: HttpRequest, collection: Collection) -> HttpResponse:
 @member_view(label=True)
 def review_undo(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Undo this session's latest judgment in the queue, if nobody changed it since."""
-    session = ReviewSession(request, collection)
-    last = session.changes[-1] if session.changes else None
+    queue = Queue(request, collection)
+    last = queue.session.changes[-1] if queue.session.changes else None
     change = judgment_changes([last]).get(last) if last is not None else None
     if change is None:
-        if session.changes:  # a history row that vanished with its collection
-            session.pop(undone_creation=False)
-        next_task = claim_next_task(reviewer=request.user, collection=collection)
-        return _queue_response(
-            request,
-            collection,
-            session,
+        if queue.session.changes:  # a history row that vanished with its collection
+            queue.session.pop(undone_creation=False)
+        next_task = queue.claim()
+        return queue.answer(
             task=next_task,
             error="Nothing to undo: you have not judged anything in this queue in this session.",
             status=400 if wants_json(request) else 200,
@@ -276,29 +375,28 @@ def review_undo(request: HttpRequest, collection: Collection) -> HttpResponse:
     try:
         undone = undo_judgment_change(change=change, reviewer=request.user)
     except JudgmentConflict as e:
-        session.pop(undone_creation=False)
-        theirs = _conflict(collection, e, grade=change.new_grade, note=change.new_note)
+        queue.session.pop(undone_creation=False)
+        theirs = _conflict(
+            collection, e, grade=change.new_grade, note=change.new_note, me=request.user
+        )
         error = (
             f"Not undone: {theirs['theirs_by']} changed {where} since; it is now "
             f"{theirs['theirs_label']} (version {e.current.version}). Nothing was changed; "
             "edit it on the query page if it should change."
         )
     except InvariantError as e:
-        session.pop(undone_creation=False)
+        queue.session.pop(undone_creation=False)
         error = f"Not undone: {e}."
     else:
-        session.pop(undone_creation=undone.judgment is None)
+        queue.session.pop(undone_creation=undone.judgment is None)
         before = _grade_label(collection, change.new_grade)
         if undone.judgment is None:
             message = f"Undone: {before} for {where}. It is unjudged again and back on screen."
         else:
             restored = _grade_label(collection, undone.judgment.grade)
             message = f"Undone: {before} for {where}; restored {restored}."
-        task = undone.task or claim_next_task(reviewer=request.user, collection=collection)
-        return _queue_response(
-            request,
-            collection,
-            session,
+        task = undone.task or queue.claim(current=change.query_id)
+        return queue.answer(
             task=task,
             message=message,
             extra={
@@ -310,11 +408,8 @@ def review_undo(request: HttpRequest, collection: Collection) -> HttpResponse:
                 }
             },
         )
-    next_task = claim_next_task(reviewer=request.user, collection=collection)
-    return _queue_response(
-        request,
-        collection,
-        session,
+    next_task = queue.claim(current=change.query_id)
+    return queue.answer(
         task=next_task,
         error=error,
         status=409 if wants_json(request) else 200,

@@ -96,6 +96,12 @@
     if (!busy) send(link.href, { method: "GET" });
   });
 
+  // A page brought back by Back or Forward comes from the browser's cache as it was left:
+  // an item judged since, and an old count. Ask the server for the queue as it is now.
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted && !busy) send(root.dataset.refresh, { method: "GET" });
+  });
+
   function openKeys() {
     if (!dialog.open) dialog.showModal();
   }
@@ -107,6 +113,11 @@
     if (typing(el)) {
       // In the note field Enter and Esc hand the keyboard back to the queue; Enter must
       // never submit a grade on its own.
+      if (el.matches("[data-search]") && event.key === "Escape") {
+        event.preventDefault();
+        el.blur();
+        panel.querySelector(".item-title")?.focus({ preventScroll: true });
+      }
       if (el.matches("[data-note]") && (event.key === "Enter" || event.key === "Escape")) {
         event.preventDefault();
         el.blur();
@@ -125,6 +136,14 @@
       if (note) {
         event.preventDefault();
         note.focus();
+      }
+      return;
+    }
+    if (event.key === "/") {
+      const search = panel.querySelector("[data-search]");
+      if (search) {
+        event.preventDefault();
+        search.focus();
       }
       return;
     }

@@ -164,8 +164,12 @@ def test_a_reviewer_gets_the_same_task_back_while_the_lease_is_live(
 
     assert pair_of(first) == CLAIM_ORDER[0]
     assert (again.pk, again.lease_expires_at) == (first.pk, first.lease_expires_at)
-    assert pair_of(other) == ("q-vaccines", "urgent")  # 30 000 - 1: served first to others
-    assert ReviewTask.objects.filter(status=TaskStatus.CLAIMED).count() == 2
+    # ana works on q-vaccines: ben starts the query nobody holds, before its 30 000 - 1 task.
+    assert pair_of(other) == ("q-measles", "nhs-mmr")
+    # Every query is held now: carol is served by priority alone.
+    third = claim_next_task(reviewer=make_user("carol"), collection=collection_graded)
+    assert pair_of(third) == ("q-vaccines", "urgent")
+    assert ReviewTask.objects.filter(status=TaskStatus.CLAIMED).count() == 3
 
 
 def test_a_claim_sets_status_reviewer_and_lease(two_runs, collection_graded, reviewer_ana):

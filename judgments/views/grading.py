@@ -1,0 +1,86 @@
+"""Grading one item from a page: the one path the queue and the query page share.
+
+It records the grade, and turns what can go wrong into what the reviewer reads: the
+same grade sent twice (a double click, a page restored with Back) is "already saved";
+a stale page is a conflict that names who saved the newer version, "you" included, and
+overwrites nothing; a refused grade says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+
+from ..models import Collection, Item, Judgment, Query
+from ..selectors import change_that_made
+from ..services import InvariantError, JudgmentConflict, record_judgment
+from .common import _already_saved, _conflict, _grade_label
+
+
+@dataclass(frozen=True)
+class Graded:
+    """What grading did. ``change_id`` is the history row written (``None`` when nothing
+    was); ``status`` is the HTTP status the answer should carry."""
+
+    judgment: Judgment | None = None
+    change_id: int | None = None
+    message: str = ""
+    error: str = ""
+    conflict: dict[str, Any] | None = None
+    status: int = 200
+
+    @property
+    def saved(self) -> bool:
+        return self.change_id is not None
+
+
+def grade_item(
+    request: HttpRequest,
+    collection: Collection,
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    note: str,
+    expected_version: int | None,
+    source: str,
+) -> Graded:
+    """Record ``grade`` for (query, item) on behalf of the signed-in reviewer."""
+    try:
+        judgment = record_judgment(
+            query=query,
+            item=item,
+            grade=grade,
+            note=note,
+            reviewer=request.user,
+            expected_version=expected_version,
+            source=source,
+        )
+    except JudgmentConflict as e:
+        label = _grade_label(collection, grade)
+        if _already_saved(e, request, grade=grade, note=note):
+            return Graded(
+                judgment=e.current,
+                message=f"Already saved: {label} for item '{item.external_id}' of query "
+                f"'{query.external_id}'.",
+            )
+        conflict = _conflict(collection, e, grade=grade, note=note, me=request.user)
+        who = (
+            "you saved another grade for this item already (another tab, or before going Back)"
+            if conflict["yours"]
+            else "someone else judged this item first"
+        )
+        return Graded(
+            conflict=conflict, error=f"Not saved: {who}. Choose which grade stays.", status=409
+        )
+    except InvariantError as e:
+        return Graded(error=f"Not saved: {e}.", status=400)
+    change = change_that_made(judgment, request.user)
+    return Graded(
+        judgment=judgment,
+        change_id=change.pk,
+        message=f"Saved {_grade_label(collection, judgment.grade)} for item "
+        f"'{item.external_id}' (version {judgment.version}) of query '{query.external_id}'.",
+    )
