@@ -63,6 +63,7 @@ class CollectionSerializer(serializers.ModelSerializer):
             "relevant_grade",
             "guidelines",
             "pool_depth",
+            "holds_whole_corpus",
             "created_at",
             "role",
             "n_queries",
@@ -87,6 +88,11 @@ class CollectionSettingsInput(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True)
     guidelines = serializers.CharField(required=False, allow_blank=True)
     pool_depth = serializers.IntegerField(required=False, min_value=1)
+    holds_whole_corpus = serializers.BooleanField(
+        required=False,
+        help_text="Every item of the corpus is imported: a run naming an item the collection "
+        "lacks is then refused instead of making a placeholder to judge.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # Ignoring e.g. "relevant_grade" silently would let a client believe it changed.

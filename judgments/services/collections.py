@@ -72,12 +72,13 @@ def create_collection(
     )
 
 
-COLLECTION_SETTINGS = ("name", "description", "guidelines", "pool_depth")
+COLLECTION_SETTINGS = ("name", "description", "guidelines", "pool_depth", "holds_whole_corpus")
 
 
 @transaction.atomic
 def update_collection_settings(*, collection: Collection, **changes: Any) -> Collection:
-    """Change a collection's descriptive settings: name, description, guidelines, pool depth.
+    """Change a collection's settings: name, description, guidelines, pool depth, and
+    whether it holds its whole corpus (then runs naming items it lacks are refused).
 
     The scale, relevant grade and unit are not settings: they fix what every stored
     judgment and snapshot means, so they are set once, when the collection is created.
@@ -90,6 +91,8 @@ def update_collection_settings(*, collection: Collection, **changes: Any) -> Col
         )
     if "name" in changes and not str(changes["name"]).strip():
         raise InvariantError("name must not be empty")
+    if type(changes.get("holds_whole_corpus", False)) is not bool:
+        raise InvariantError("holds_whole_corpus must be true or false")
     depth = changes.get("pool_depth", collection.pool_depth)
     if type(depth) is not int or depth < 1:
         raise InvariantError(f"pool depth {depth!r} must be a positive integer")

@@ -69,6 +69,11 @@ class RunUploadInput(serializers.Serializer):
         default=DedupPolicy.ERROR,
         help_text="Duplicate ids in one query's list: refuse the file, or keep the first.",
     )
+    ignore_unknown_queries = serializers.BooleanField(
+        default=False,
+        help_text="Store the run without the lines whose query the collection lacks; by "
+        "default such lines refuse the file (400, with their line numbers).",
+    )
 
 
 class RunImportSerializer(serializers.Serializer):
@@ -78,8 +83,26 @@ class RunImportSerializer(serializers.Serializer):
     newly_queued = serializers.IntegerField(help_text="Review tasks this run created.")
     placeholders_created = serializers.IntegerField()
     queries_not_in_collection = serializers.ListField(
-        child=serializers.CharField(), help_text="Run query ids the collection lacks."
+        child=serializers.CharField(),
+        help_text="Run query ids the collection lacks, whose lines were skipped "
+        "(ignore_unknown_queries).",
     )
+    unknown_query_ids = serializers.IntegerField(
+        source="unknown.n_queries", help_text="How many query ids were unknown."
+    )
+    unknown_query_lines_skipped = serializers.IntegerField(
+        source="unknown.query_lines", help_text="Run lines left out for those queries."
+    )
+    unknown_item_ids = serializers.IntegerField(
+        source="unknown.item_ids",
+        help_text="Pooled item ids the collection lacked, created as placeholder items.",
+    )
+    unknown_ids = serializers.SerializerMethodField(
+        help_text="In words: how many query and item ids were unknown, and what became of them."
+    )
+
+    def get_unknown_ids(self, report: Any) -> str:
+        return str(report.unknown.describe(report.run.collection))
 
 
 class RunUploadResultSerializer(RunSerializer):

@@ -42,8 +42,10 @@ def refused_file(exc: RunImportError, path: Path) -> ApiError:
     temporary path), and with the form field where the command line says --dedup."""
 
     def client_side(message: str) -> str:
-        return message.replace(str(path), path.name).replace(
-            "pass --dedup first", "send dedup=first"
+        return (
+            message.replace(str(path), path.name)
+            .replace("pass --dedup first", "send dedup=first")
+            .replace("pass --ignore-unknown-queries", "send ignore_unknown_queries=true")
         )
 
     messages = [client_side(m) for m in exc.errors] or [client_side(str(exc))]
@@ -127,6 +129,7 @@ class RunViewSet(
                         order=v["order"],
                         dedup=v["dedup"],
                         by=request.user,
+                        ignore_unknown_queries=v["ignore_unknown_queries"],
                     )
                 except RunImportError as exc:
                     raise refused_file(exc, path) from None

@@ -20,6 +20,7 @@ from .. import engine
 from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
 from ._common import BATCH, User
 from .errors import RunImportError
+from .run_ids import UnknownIds, check_unknown_items, check_unknown_queries
 
 # Ranked lists go in as Value(...) expressions: that keeps bulk_create on PostgreSQL off
 # its UNNEST(jsonb[]) path, where psycopg quotes every list inside one array literal in
@@ -64,6 +65,7 @@ class RunImportReport:
     newly_queued: int = 0
     placeholders_created: int = 0
     queries_not_in_collection: list[str] = field(default_factory=list)
+    unknown: UnknownIds = field(default_factory=UnknownIds)
 
 
 def _read_stages(path: Path, *, order: str, dedup: str) -> list[engine.Run]:
@@ -88,6 +90,7 @@ def import_run(
     dedup: str = DedupPolicy.ERROR,
     by: User | None = None,
     progress: TextIO | None = None,
+    ignore_unknown_queries: bool = False,
 ) -> RunImportReport:
     """Store a run file immutably and queue the unjudged items it surfaces.
 
@@ -97,6 +100,10 @@ def import_run(
     no judgment become (or join) review tasks, labelled ``run NAME / STAGE``; pooled ids
     the collection lacks are created as placeholder items. Deeper ids stay in the run
     only: scoring works on ids, and creating millions of empty items would help no one.
+
+    Query ids the collection lacks refuse the file, naming their lines, unless
+    ``ignore_unknown_queries``: then their lines are left out and counted. A collection
+    that holds its whole corpus refuses pooled item ids it lacks (``run_ids``).
     """
     if Run.objects.filter(collection=collection, name=name).exists():
         raise InvariantError(
@@ -106,6 +113,15 @@ def import_run(
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
     stages = _read_stages(path, order=order, dedup=dedup)
+    query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
+    unknown = check_unknown_queries(
+        collection=collection,
+        path=path,
+        stages=stages,
+        known=query_pks.keys(),
+        ignore=ignore_unknown_queries,
+    )
+    skipped = set(unknown.query_ids)
     fmt = "jsonl" if stages[0].order == "list" else "trec"
     run = Run.objects.create(
         collection=collection,
@@ -119,27 +135,29 @@ def import_run(
         duplicates_dropped=sum(s.duplicates_removed for s in stages),
         created_by=by,
     )
-    report = RunImportReport(run=run, stages=[])
-    query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
+    report = RunImportReport(run=run, stages=[], unknown=unknown)
     depth = collection.pool_depth
     pooled: dict[str, list[tuple[str, str, int]]] = {}  # stage -> (qid, item, rank)
     total = sum(len(s.qids) for s in stages)
     bar = Progress(f"storing {name}", total, progress)
     for position, stage_run in enumerate(stages):
         stage_name = stage_run.stage or "default"
-        lengths = np.diff(stage_run.offsets)
+        kept = np.fromiter((q not in skipped for q in stage_run.qids), dtype=bool)
+        lengths = np.diff(stage_run.offsets)[kept]
         stage = RunStage.objects.create(
             run=run,
             name=stage_name,
             position=position,
             depth=int(lengths.max()) if lengths.size else 0,
-            n_queries=len(stage_run.qids),
-            n_rows=len(stage_run),
+            n_queries=int(kept.sum()),
+            n_rows=int(lengths.sum()),
         )
         report.stages.append(stage)
         rows: list[RankedList] = []
         pool = pooled.setdefault(stage_name, [])
         for qid, items in stage_run.iter_rankings():
+            if qid in skipped:
+                continue
             rows.append(
                 RankedList(
                     stage=stage,
@@ -159,7 +177,7 @@ def import_run(
     run_qids = {q for s in stages for q in s.qids}
     report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
     _pool_unjudged(
-        collection=collection, run=run, pooled=pooled, query_pks=query_pks, report=report
+        collection=collection, run=run, pooled=pooled, query_pks=query_pks, report=report, path=path
     )
     return report
 
@@ -171,6 +189,7 @@ def _pool_unjudged(
     pooled: Mapping[str, list[tuple[str, str, int]]],
     query_pks: Mapping[str, int],
     report: RunImportReport,
+    path: Path,
 ) -> None:
     wanted = {item for pool in pooled.values() for _, item, _ in pool}
     item_pks: dict[str, int] = {}
@@ -180,13 +199,12 @@ def _pool_unjudged(
                 "external_id", "pk"
             )
         )
-    missing = [
-        Item(collection=collection, external_id=i, placeholder=True)
-        for i in sorted(wanted - item_pks.keys())
-    ]
+    unknown = sorted(wanted - item_pks.keys())
+    check_unknown_items(collection=collection, path=path, missing=unknown)
+    missing = [Item(collection=collection, external_id=i, placeholder=True) for i in unknown]
     for item in Item.objects.bulk_create(missing, batch_size=BATCH):
         item_pks[item.external_id] = item.pk
-    report.placeholders_created = len(missing)
+    report.placeholders_created = report.unknown.item_ids = len(missing)
     distinct = {(query_pks[q], item_pks[i]) for pool in pooled.values() for q, i, _ in pool}
     judged: set[tuple[int, int]] = set()
     for qids in _chunks(sorted({q for q, _ in distinct}), 500):

@@ -47,11 +47,21 @@ def test_import_run_reports_stages_pool_and_progress(recall_v1, run_command) -> 
 def test_import_run_quiet_and_multi_stage(recall_v1, run_command, write_file) -> None:
     extra = '{"query": "Z", "stages": {"candidates": ["a"], "context": []}}\n'
     path = write_file("rag.jsonl", STAGED_RUN + extra)
-    out, err = run_command("import_run", "recall-example", path, "--name", "rag", "--quiet")
+    with pytest.raises(CommandError) as refused:  # Z is no query of recall-example
+        run_command("import_run", "recall-example", path, "--name", "rag", "--quiet")
+    assert str(refused.value).splitlines()[1:] == [
+        "rag.jsonl line 3: query 'Z' is not in collection 'recall-example'"
+    ]
+    assert not Run.objects.filter(name="rag").exists()
+    out, err = run_command(
+        "import_run", "recall-example", path, "--name", "rag", "--quiet", "--ignore-unknown-queries"
+    )
     assert err == ""
-    assert "  stage candidates: 3 queries, 6 rows, depth 3\n" in out
-    assert "  stage context: 3 queries, 2 rows, depth 1\n" in out
-    assert "1 run queries are not in the collection (scoring excludes them): Z" in out
+    # Z's line is left out: candidates A (3) + B (2), context A (1) + B (1).
+    assert "  stage candidates: 2 queries, 5 rows, depth 3\n" in out
+    assert "  stage context: 2 queries, 2 rows, depth 1\n" in out
+    assert "  unknown ids: 1 unknown query id(s): their 1 line(s) were skipped; " in out
+    assert "  skipped queries: Z\n" in out
 
 
 def test_import_run_refusals_name_the_problem(recall_v1, run_command, write_file) -> None:

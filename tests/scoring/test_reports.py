@@ -231,7 +231,7 @@ ABSTAIN_RUN = [
     {"query": "N2", "abstain": True},  # abstained
     {"query": "N3", "ranking": []},  # returned nothing, without saying it abstains
     {"query": "U1", "ranking": ["a"]},  # N4 is not in the run at all
-    {"query": "Z", "ranking": ["a"]},  # not in the collection
+    {"query": "Z", "ranking": ["a"]},  # added to the collection after the snapshot
 ]
 
 
@@ -240,6 +240,8 @@ def test_accounting_and_the_abstention_section(db, client, write_file, run_comma
     run_command("import_collection", bundle)
     collection = Collection.objects.get(slug="abstain")
     run_command("freeze_snapshot", "abstain")
+    later = write_file("later.tsv", "Z\tz\n")
+    run_command("import_collection", "--collection", "abstain", "--queries", later)
     run_file = write_file("run.jsonl", "".join(json.dumps(r) + "\n" for r in ABSTAIN_RUN))
     run_command("import_run", "abstain", run_file, "--name", "rag", "--quiet")
     run_command("score", "abstain", "rag", "--k", "2")

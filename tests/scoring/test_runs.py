@@ -41,9 +41,9 @@ def lists(run: Run, stage: str = "default") -> dict[str, list[str]]:
 
 @pytest.fixture
 def collection(db):
-    """Binary collection, pool depth 10, queries q1 and q2, items d1..d5 (none judged)."""
+    """Binary collection, pool depth 10, queries q1..q3, items d1..d5 (none judged)."""
     c = make_collection(slug="runs", scale=BINARY_SCALE, relevant_grade=1)
-    for qid in ("q1", "q2"):
+    for qid in ("q1", "q2", "q3"):
         make_query(c, external_id=qid)
     for item in ("d1", "d2", "d3", "d4", "d5"):
         make_item(c, external_id=item)
@@ -193,6 +193,8 @@ def test_a_run_name_is_used_once_per_collection(collection, write_file, row_coun
     assert row_counts() == before
     # Another collection may use the name.
     other = make_collection(slug="other", scale=BINARY_SCALE, relevant_grade=1)
+    for qid in ("q1", "q2"):
+        make_query(other, external_id=qid)
     assert import_run(collection=other, path=path, name="bm25").run.collection == other
 
 
@@ -241,7 +243,10 @@ def tasks(collection) -> dict[tuple[str, str], tuple[int | None, list[tuple[str,
 
 def test_a_trec_run_queues_its_unjudged_pool(pool_collection, write_file) -> None:
     report = import_run(
-        collection=pool_collection, path=write_file("bm25.trec", POOL_TREC), name="bm25"
+        collection=pool_collection,
+        path=write_file("bm25.trec", POOL_TREC),
+        name="bm25",
+        ignore_unknown_queries=True,
     )
     # Within depth 2 and unjudged: (q1, n1), (q2, d2), (q2, d3). (q1, d1) is judged.
     assert (report.unjudged_found, report.newly_queued) == (3, 3)
@@ -256,12 +261,21 @@ def test_a_trec_run_queues_its_unjudged_pool(pool_collection, write_file) -> Non
     assert Item.objects.get(collection=pool_collection, external_id="n1").placeholder
     assert not Item.objects.filter(external_id__in=["n2", "n3", "n4"]).exists()
     assert report.queries_not_in_collection == ["q9"]
+    assert (report.unknown.query_ids, report.unknown.query_lines) == (["q9"], 1)
+    assert report.unknown.item_ids == 1  # n1, made a placeholder
+    assert not RankedList.objects.filter(stage__run=report.run, query_id="q9").exists()
+    assert report.run.stages.get().n_queries == 2
 
 
 def test_two_runs_surfacing_one_pair_make_one_task_with_two_sources(
     pool_collection, write_file
 ) -> None:
-    import_run(collection=pool_collection, path=write_file("bm25.trec", POOL_TREC), name="bm25")
+    import_run(
+        collection=pool_collection,
+        path=write_file("bm25.trec", POOL_TREC),
+        name="bm25",
+        ignore_unknown_queries=True,
+    )
     report = import_run(
         collection=pool_collection, path=write_file("rag.jsonl", POOL_JSONL), name="rag"
     )
@@ -288,7 +302,12 @@ def test_two_runs_surfacing_one_pair_make_one_task_with_two_sources(
 
 
 def test_a_pair_judged_after_queueing_is_not_queued_again(pool_collection, write_file) -> None:
-    import_run(collection=pool_collection, path=write_file("bm25.trec", POOL_TREC), name="bm25")
+    import_run(
+        collection=pool_collection,
+        path=write_file("bm25.trec", POOL_TREC),
+        name="bm25",
+        ignore_unknown_queries=True,
+    )
     task = ReviewTask.objects.get(query__external_id="q2", item__external_id="d3")
     make_judgment(query=task.query, item=task.item, grade=0)
     report = import_run(

@@ -2,6 +2,7 @@
 
 manage.py import_run SLUG FILE --name NAME [--description TEXT]
                      [--order score|rank] [--dedup error|first] [--by USERNAME]
+                     [--ignore-unknown-queries]
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class Command(BaseCommand):
             default="error",
             help="duplicate ids in one query's list: refuse (default) or keep the first",
         )
+        parser.add_argument(
+            "--ignore-unknown-queries",
+            action="store_true",
+            help="store the run without the lines whose query the collection lacks (by "
+            "default they refuse the file)",
+        )
         parser.add_argument("--by", metavar="USERNAME")
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -73,6 +80,7 @@ class Command(BaseCommand):
                 dedup=options["dedup"],
                 by=by,
                 progress=None if options["quiet"] else _Unterminated(self.stderr),
+                ignore_unknown_queries=options["ignore_unknown_queries"],
             )
         except RunImportError as exc:
             listed = exc.errors[:MAX_LISTED]
@@ -99,11 +107,8 @@ class Command(BaseCommand):
             f"found, {report.newly_queued} new to the review queue, "
             f"{report.placeholders_created} placeholder items created"
         )
+        w(f"  unknown ids: {report.unknown.describe(collection)}")
         if report.queries_not_in_collection:
             shown = ", ".join(report.queries_not_in_collection[:10])
             more = len(report.queries_not_in_collection) - 10
-            w(
-                f"  {len(report.queries_not_in_collection)} run queries are not in the "
-                f"collection (scoring excludes them): {shown}"
-                + (f" … and {more} more" if more > 0 else "")
-            )
+            w(f"  skipped queries: {shown}" + (f" … and {more} more" if more > 0 else ""))
