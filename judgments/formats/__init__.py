@@ -16,6 +16,7 @@ this package re-exports the public names.
 """
 
 from .checks import check_id
+from .docs import parse_docs
 from .jsonl import parse_bundle, parse_items, parse_judgments, parse_queries
 from .records import (
     MAX_ID_LENGTH,
@@ -62,6 +63,7 @@ __all__ = [
     "dumps_bundle",
     "dumps_trec_qrels",
     "parse_bundle",
+    "parse_docs",
     "parse_items",
     "parse_judgments",
     "parse_qrels",

@@ -38,7 +38,8 @@ def _trec_id(key: str, value: str, where: Where, problems: list[Problem]) -> boo
 
 
 def parse_topics(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
-    """TREC topics: ``qid<TAB>text`` per line (text may hold further tabs)."""
+    """TREC topics: ``qid<TAB>text`` per line (text may hold further tabs); a line with no
+    tab splits at its first run of spaces instead (``qid text``), as some topic files do."""
     problems: list[Problem] = []
     bundle = Bundle()
     if _empty(data, name, problems, "topics, one 'qid<TAB>text' per line"):
@@ -46,11 +47,16 @@ def parse_topics(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
     dups = _Duplicates(problems)
     for where, text in _trec_lines(data, name, problems):
         qid, tab, query_text = text.partition("\t")
+        if not tab:
+            parts = text.strip().split(None, 1)
+            if len(parts) == 2:
+                qid, tab, query_text = parts[0], " ", parts[1]
         qid, query_text = qid.strip(), query_text.strip()
         if not tab:
             problems.append(
                 Problem(
-                    where, "expected 'qid<TAB>text', found no tab; separate id and text by a tab"
+                    where,
+                    "expected 'qid<TAB>text', found only one field; separate id and text by a tab",
                 )
             )
             continue
