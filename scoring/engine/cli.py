@@ -1,17 +1,25 @@
-"""``python -m scoring QRELS RUN ...``: the standalone scorer (no Django, no database)."""
+"""``verity-eval QRELS RUN ...`` (or ``python -m scoring``): the standalone scorer, with no
+Django and no database. ``pip install .`` provides the ``verity-eval`` command."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from importlib.abc import MetaPathFinder
 from typing import Any, TextIO
+
+import numpy as np
 
 from .errors import EngineError
 from .evaluate import EvalResult, evaluate
 from .params import EvalParams, split_measure
 from .readers import Statuses, read_mapping, read_qrels, read_run, read_statuses
+from .tables import Run
+from .trec_eval_format import departures, format_trec_eval
 
 EXIT_BAD_INPUT = 2
 
@@ -28,9 +36,9 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return ks
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "verity-eval") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m scoring",
+        prog=prog,
         description="Score a retrieval run against qrels (trec_eval-compatible measures, "
         "Verity's recall accounting). Needs no database.",
     )
@@ -44,10 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(recall_100, ndcg_cut_10, map, ...). Default: all",
     )
     p.add_argument(
+        "-l",
         "--rel-level",
         type=int,
         default=1,
-        help="lowest grade counted as relevant (trec_eval -l); default 1",
+        help="lowest grade counted as relevant (as trec_eval -l); default 1",
     )
     p.add_argument(
         "--unjudged",
@@ -55,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="nonrel",
         help="unjudged items: non-relevant (default, trec_eval), removed "
         "(judged-only, trec_eval -J), or both labelings as an interval (bounds)",
+    )
+    p.add_argument(
+        "-J",
+        dest="unjudged",
+        action="store_const",
+        const="judged-only",
+        help="the same as --unjudged judged-only (trec_eval -J)",
     )
     p.add_argument(
         "--dedup",
@@ -71,7 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--statuses", help="JSON Lines review statuses (and evidence conditions)")
     p.add_argument("--mapping", help="unit map, 'fine<TAB>coarse' per line")
     p.add_argument("--stage", help="stage of a multi-stage JSON Lines run")
-    p.add_argument("--format", choices=("table", "json", "trec"), default="table")
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "trec", "trec_eval"),
+        default="table",
+        help="table (default); json; trec: Verity's measures as measure<TAB>qid<TAB>value; "
+        "trec_eval: the measures trec_eval has, in its exact layout and names",
+    )
+    p.add_argument(
+        "-q",
+        dest="per_query",
+        action="store_true",
+        help="with --format trec_eval: each query's lines before the 'all' lines (trec_eval -q)",
+    )
     return p
 
 
@@ -80,7 +108,17 @@ def run_cli(
 ) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    args = build_parser().parse_args(argv)
+    prog = os.path.basename(sys.argv[0]) if argv is None else "verity-eval"
+    if prog in ("__main__.py", "-m"):
+        prog = "python -m scoring"
+    args = build_parser(prog).parse_args(argv)
+    if args.format == "trec_eval" and args.unjudged == "bounds":
+        print(
+            "error: --format trec_eval prints one number per measure; --unjudged bounds gives "
+            "intervals: use --format table, json or trec",
+            file=err,
+        )
+        return EXIT_BAD_INPUT
     try:
         measures = (
             tuple(m.strip() for m in args.measures.split(",") if m.strip())
@@ -100,6 +138,9 @@ def run_cli(
         mapping = read_mapping(args.mapping) if args.mapping else None
         qrels = read_qrels(args.qrels)
         run = read_run(args.run, order=args.order, dedup=args.dedup, stage=args.stage)
+        asked = params.measure_names(with_evidence=False)
+        if args.format == "trec_eval":
+            whole, params = _with_whole_ranking_recall(params, run)
         result = evaluate(qrels, run, params, statuses=statuses, mapping=mapping)
     except EngineError as exc:
         print(f"error: {exc}", file=err)
@@ -113,6 +154,18 @@ def run_cli(
         out.write("\n")
     elif args.format == "trec":
         out.write(format_trec(result))
+    elif args.format == "trec_eval":
+        if result.status != "ok":
+            print("error: no scorable query, so every mean is undefined", file=err)
+            return EXIT_BAD_INPUT
+        hits = {qid: row[f"hits@{whole}"] for qid, row in result.per_query.items()}
+        out.write(
+            format_trec_eval(
+                result, per_query=args.per_query, relevant_retrieved=hits, measures=asked
+            )
+        )
+        for note in departures(result):
+            print(f"note: {note}", file=err)
     else:
         out.write(format_table(result))
     return 0
@@ -191,5 +244,28 @@ def format_table(result: EvalResult) -> str:
     return "\n".join(head) + "\n\n" + "\n".join(rows) + "\n"
 
 
+def _with_whole_ranking_recall(params: EvalParams, run: Run) -> tuple[int, EvalParams]:
+    """trec_eval's num_rel_ret is the hits over the whole ranking: R@K with K the longest
+    ranking gives them (``hits@K``), beside the measures asked for."""
+    lengths = np.diff(run.offsets)
+    whole = max(1, int(lengths.max()) if lengths.size else 1)
+    measures = (*params.measure_names(with_evidence=False), f"R@{whole}")
+    return whole, replace(params, measures=measures)
+
+
+class _NoPandas(MetaPathFinder):
+    """pyarrow probes for pandas on its first compute call; the scorer never uses pandas,
+    and importing it (when installed) adds ~0.4 s to every run. Only the command line
+    makes it look absent: code importing scoring.engine as a library is left alone."""
+
+    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
 def main() -> None:
+    """The ``verity-eval`` console script and ``python -m scoring``."""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
     sys.exit(run_cli())
