@@ -55,6 +55,7 @@
       const response = await fetch(url, {
         ...init,
         credentials: "same-origin",
+        cache: "no-store",
         headers: { Accept: "application/json", "X-Requested-With": "fetch" },
       });
       let data;
@@ -96,10 +97,13 @@
     if (!busy) send(link.href, { method: "GET" });
   });
 
-  // A page brought back by Back or Forward comes from the browser's cache as it was left:
-  // an item judged since, and an old count. Ask the server for the queue as it is now.
+  // A page brought back by Back or Forward comes from the browser's caches as it was left
+  // (the back/forward cache restores it whole, "persisted"; the HTTP cache gives its first
+  // HTML again): an item judged since, and an old count. Ask for the queue as it is now.
   window.addEventListener("pageshow", (event) => {
-    if (event.persisted && !busy) send(root.dataset.refresh, { method: "GET" });
+    const nav = performance.getEntriesByType("navigation")[0];
+    const fromHistory = event.persisted || (nav && nav.type === "back_forward");
+    if (fromHistory && !busy) send(root.dataset.refresh, { method: "GET" });
   });
 
   function openKeys() {
