@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judgments.models import ChangeSource, ReviewTask
+from judgments.models import ChangeSource, Query, ReviewTask
 from judgments.services import JudgmentConflict, claim_next_task, judge_task, skip_task
 
 from .. import serializers as s
+from ..errors import ApiError
 from ..filters import TaskFilter
 from ..permissions import CollectionScoped
 from .common import NamedLookup, error
@@ -55,12 +61,36 @@ class TaskViewSet(
     @extend_schema(
         summary="Claim the next open task, with a 10-minute lease.",
         description="A reviewer holding a live lease gets that task back. 204 when no task "
-        "is open for you (skipped ones are not offered again).",
+        "is open for you (skipped ones are not offered again). Query at a time: `current` "
+        "(a query id) is served first while it has open tasks; `query` or `tag` limit the "
+        "queue to one query or to the queries with one tag.",
+        parameters=[
+            OpenApiParameter("query", str, description="Only this query's tasks."),
+            OpenApiParameter("tag", str, description="Only the tasks of queries with this tag."),
+            OpenApiParameter("current", str, description="The query you are working on."),
+        ],
         request=None,
         responses={200: s.TaskSerializer, 204: OpenApiResponse(description="Queue empty.")},
     )
     def claim(self, request: Request, slug: str) -> Response:
-        task = claim_next_task(reviewer=request.user, collection=self.collection)
+        def query_named(param: str) -> Query | None:
+            external_id = request.query_params.get(param)
+            if not external_id:
+                return None
+            found = Query.objects.filter(collection=self.collection, external_id=external_id)
+            query = found.first()
+            if query is None:
+                raise ApiError(404, f"no query '{external_id}' in this collection")
+            return query
+
+        current = query_named("current")
+        task = claim_next_task(
+            reviewer=request.user,
+            collection=self.collection,
+            query=query_named("query"),
+            tag=request.query_params.get("tag") or None,
+            current_query_id=current.pk if current is not None else None,
+        )
         if task is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(self.get_serializer(self.get_queryset().get(pk=task.pk)).data)
