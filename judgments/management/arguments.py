@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -28,3 +29,11 @@ def user_named(username: str | None) -> Any:
     if user is None:
         raise CommandError(f"no user '{username}'")
     return user
+
+
+def file_bytes(path: str) -> bytes:
+    """A file named on the command line, whole; unreadable, a ``CommandError`` saying why."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise CommandError(f"{path}: cannot read it ({e.strerror})") from None

@@ -12,13 +12,13 @@ line, what is wrong, how to fix it), exits non-zero and leaves the database unch
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judgments import formats
+from judgments.management.arguments import file_bytes
 from judgments.models import LabelingUnit
 from judgments.services import ImportReport, VerityError, import_collection_data
 
@@ -85,7 +85,9 @@ class Command(BaseCommand):
                     "a bundle holds everything; import it alone, or leave it out and use "
                     f"{', '.join('--' + k for k in files)} with --collection"
                 )
-            bundle, problems = formats.parse_bundle(_read(options["bundle"]), options["bundle"])
+            bundle, problems = formats.parse_bundle(
+                file_bytes(options["bundle"]), options["bundle"]
+            )
         elif not options["collection"]:
             raise CommandError("give a BUNDLE file, or --collection SLUG with files to import")
         elif not files and not options["create"]:
@@ -97,7 +99,7 @@ class Command(BaseCommand):
             "judgments": formats.parse_judgments,
         }
         for kind, path in files.items():
-            part, part_problems = parsers[kind](_read(path), path)
+            part, part_problems = parsers[kind](file_bytes(path), path)
             bundle.absorb(part)
             problems += part_problems
         if problems:
@@ -179,10 +181,3 @@ class Command(BaseCommand):
             f"tasks), {r.tasks_completed} open tasks completed by imported judgments"
         )
         self.stdout.write("\n".join(lines))
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise CommandError(f"{path}: cannot read it ({e.strerror})") from None

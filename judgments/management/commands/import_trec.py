@@ -25,7 +25,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judgments import formats
-from judgments.management.arguments import user_named
+from judgments.management.arguments import file_bytes, user_named
 from judgments.models import LabelingUnit
 from judgments.services import ImportReport, VerityError, import_collection_data
 
@@ -77,9 +77,9 @@ class Command(BaseCommand):
         bundle, problems = formats.Bundle(), []
         for path, parse in ((options["topics"], formats.parse_topics), (options["qrels"], None)):
             if parse is None:
-                part, found = formats.parse_qrels(_read(path), path)
+                part, found = formats.parse_qrels(file_bytes(path), path)
             else:
-                part, found = parse(_read(path), path)
+                part, found = parse(file_bytes(path), path)
             bundle.absorb(part)
             problems += found
         skipped = 0
@@ -180,10 +180,3 @@ class Command(BaseCommand):
                 "mark them 'confirmed no answer' if the corpus holds none",
             )
         self.stdout.write("\n".join(lines))
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise CommandError(f"{path}: cannot read it ({e.strerror})") from None
