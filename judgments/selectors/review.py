@@ -105,6 +105,11 @@ class QueryProgress:
         return self.query.status != QueryStatus.UNREVIEWED
 
 
+def open_tasks_of(query: Query) -> int:
+    """How many review tasks of the query are open (pending or claimed)."""
+    return ReviewTask.objects.filter(query=query, status__in=OPEN_TASK_STATUSES).count()
+
+
 def query_progress(query: Query) -> QueryProgress:
     """The query's progress, read fresh (its status too): two queries."""
     query = Query.objects.select_related("collection").get(pk=query.pk)
@@ -112,9 +117,11 @@ def query_progress(query: Query) -> QueryProgress:
         judged=Count("pk"),
         relevant=Count("pk", filter=Q(grade__gte=query.collection.relevant_grade)),
     )
-    open_tasks = ReviewTask.objects.filter(query=query, status__in=OPEN_TASK_STATUSES).count()
     return QueryProgress(
-        query=query, judged=counts["judged"], relevant=counts["relevant"], open_tasks=open_tasks
+        query=query,
+        judged=counts["judged"],
+        relevant=counts["relevant"],
+        open_tasks=open_tasks_of(query),
     )
 
 

@@ -170,16 +170,25 @@ def claim_next_task(
         # subquery renames.
         tagged = Query.objects.filter(collection=collection).with_tag(tag)
         scope &= Q(query_id__in=list(tagged.values_list("pk", flat=True)))
-    held = ReviewTask.objects.filter(
-        collection=collection,
-        status=TaskStatus.CLAIMED,
-        claimed_by=reviewer,
-        lease_expires_at__gt=now,
+    held = list(
+        ReviewTask.objects.filter(
+            collection=collection,
+            status=TaskStatus.CLAIMED,
+            claimed_by=reviewer,
+            lease_expires_at__gt=now,
+        ).order_by("lease_expires_at")
     )
-    in_scope = held.filter(scope).order_by("lease_expires_at").first()
-    if in_scope is not None:
-        return in_scope
-    held.update(status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None, updated_at=now)
+    if held:
+        in_scope = (
+            held
+            if not scope
+            else list(ReviewTask.objects.filter(scope, pk__in=[t.pk for t in held]))
+        )
+        if in_scope:
+            return min(in_scope, key=lambda t: t.lease_expires_at)
+        ReviewTask.objects.filter(pk__in=[t.pk for t in held], claimed_by=reviewer).update(
+            status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None, updated_at=now
+        )
     scoped = ReviewTask.objects.filter(scope, collection=collection)
     open_tasks = scoped.exclude(skips__reviewer=reviewer)
     if current_query_id is not None:

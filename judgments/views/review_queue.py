@@ -31,6 +31,7 @@ from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
 from ..selectors import (
     QueryProgress,
     judgment_changes,
+    open_tasks_of,
     query_in,
     query_progress,
     queue_progress,
@@ -233,13 +234,12 @@ def review(request: HttpRequest, collection: Collection) -> HttpResponse:
 def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryProgress | None, str]:
     """After a grade of ``query``'s item: stop on the query when nothing of it is open any
     more (to settle its status), else claim its next item, or the next query's."""
-    progress = query_progress(query)
-    if progress.open_tasks == 0:
-        return None, progress, ""
+    n = open_tasks_of(query)
+    if n == 0:
+        return None, query_progress(query), ""
     task = queue.claim(current=query.pk)
     note = ""
     if task is None or task.query_id != query.pk:
-        n = progress.open_tasks
         note = (
             f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "
             "you skipped or another reviewer holds."
