@@ -1,25 +1,63 @@
-"""``python -m scoring``: output formats, exit codes, and no Django anywhere."""
+"""``python -m scoring``: output formats, exit codes, and no Django anywhere.
+
+The options are exercised in-process through ``run_cli`` (the function ``python -m
+scoring`` calls), so that a mutation of the CLI is seen by these tests; one test runs the
+real ``python -m scoring`` in a subprocess, and the Django checks need a fresh interpreter.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from scoring.engine.cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scoring", *args],
+@dataclass
+class Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(*args: str) -> Completed:
+    """``python -m scoring ARGS`` in this process; argparse's own exits are caught."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            code = run_cli(list(args), out=out, err=err)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return Completed(code, out.getvalue(), err.getvalue())
+
+
+def test_python_m_scoring_runs_the_cli(files: tuple[str, str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "scoring", *files, "--k", "2", "--format", "json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["aggregates"]["R@2"]["macro"] == pytest.approx(4 / 9)
+    bad = subprocess.run(
+        [sys.executable, "-m", "scoring", files[0], files[0] + ".missing"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
 @pytest.fixture
@@ -133,7 +171,7 @@ def test_statuses_and_mapping_options(tmp_path: Path, files: tuple[str, str]) ->
         "import sys, scoring.engine; assert 'django' not in sys.modules, 'django imported'",
         "import sys, runpy; sys.argv = ['scoring', '--help']\n"
         "try:\n    runpy.run_module('scoring', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
+        "except SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
         "assert 'django' not in sys.modules, 'django imported'",
     ],
     ids=["import-engine", "python-m-scoring"],
