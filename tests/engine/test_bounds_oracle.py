@@ -21,6 +21,7 @@ macro aggregates their means, and pooled recall Σ hits / Σ |G| under each labe
 from __future__ import annotations
 
 import math
+
 import pytest
 import pytrec_eval
 
@@ -82,8 +83,8 @@ def test_bounds_equal_pytrec_eval_on_relabelled_qrels(rel_level: int) -> None:
         qrels, run = _case(seed)
         if not any(g >= rel_level for docs in qrels.values() for g in docs.values()):
             continue
-        ours = evaluate(qrels, rankings(run), EvalParams(ks=KS, rel_level=rel_level,
-                                                         unjudged="bounds"))  # fmt: skip
+        params = EvalParams(ks=KS, rel_level=rel_level, unjudged="bounds")
+        ours = evaluate(qrels, rankings(run), params)
         zeroed = oracle(relabelled(qrels, run, 0, None), run, rel_level)
         low = oracle(qrels, run, rel_level)
         high = {d: oracle(relabelled(qrels, run, rel_level, d), run, rel_level) for d in KS}
@@ -102,14 +103,14 @@ def test_bounds_equal_pytrec_eval_on_relabelled_qrels(rel_level: int) -> None:
                 # AllHit@k = 1 exactly when recall at k is 1 under that labelling.
                 all_lo = float(math.isclose(value(low, qid, f"recall_{k}"), 1.0))
                 all_hi = float(math.isclose(value(high[k], qid, f"recall_{k}"), 1.0))
-                assert row[f"AllHit@{k}"] == {"low": min(all_lo, all_hi),
-                                              "high": max(all_lo, all_hi)}, (seed, qid, k)  # fmt: skip
+                expected = {"low": min(all_lo, all_hi), "high": max(all_lo, all_hi)}
+                assert row[f"AllHit@{k}"] == expected, (seed, qid, k)
                 g = n_relevant(qrels, qid, rel_level)
                 assert row[f"Ceiling@{k}"] == pytest.approx(min(k, g) / g), (seed, qid, k)
             checked += 1
 
         scorable = list(ours.per_query)
-        for ours_name, trec_name in PAIRS:
+        for ours_name, _ in PAIRS:
             lows = [ours.per_query[q][ours_name]["low"] for q in scorable]
             highs = [ours.per_query[q][ours_name]["high"] for q in scorable]
             macro = ours.aggregates[ours_name]["macro"]
