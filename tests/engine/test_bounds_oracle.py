@@ -131,7 +131,7 @@ def test_bounds_equal_pytrec_eval_on_relabelled_qrels(rel_level: int) -> None:
             lo, hi = (sums[s][0] / sums[s][1] for s in ("low", "high"))
             pooled = ours.aggregates[f"R@{k}"]["pooled"]
             assert pooled == pytest.approx({"low": min(lo, hi), "high": max(lo, hi)}, abs=TOL)
-    assert checked > 150
+    assert checked > 0.6 * len(SEEDS)
 
 
 @pytest.mark.parametrize("rel_level", [3])
@@ -153,7 +153,7 @@ def test_judged_only_equals_pytrec_eval_minus_j(rel_level: int) -> None:
                     ours_name,
                 )
             checked += 1
-    assert checked > 150
+    assert checked > 0.6 * len(SEEDS)
 
 
 def test_the_issues_two_cases_by_hand() -> None:
