@@ -1,0 +1,348 @@
+"""Readers' messages, word for word, and the engine pieces the Django side relies on.
+
+Each defective file below holds several defects on several lines, and the test expects
+every message in full, in line order: the contract is that a reader names the file and
+the line, says what is wrong and how to fix it, and goes on to the next line so that one
+pass finds every problem. The messages are written out here by hand (found by mutation
+testing: a reader that stopped at the first defect, or a message that lost its fix,
+passed the suite before).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scoring.engine import (
+    EngineInputError,
+    EvalParams,
+    InvalidParameterError,
+    Qrels,
+    Run,
+    evaluate,
+    read_mapping,
+    read_run,
+    read_run_stages,
+    read_statuses,
+    score_query,
+    tables,
+)
+
+
+def _file(tmp_path: Path, name: str, lines: list[object] | str) -> Path:
+    path = tmp_path / name
+    if isinstance(lines, str):
+        path.write_text(lines)
+    else:
+        path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return path
+
+
+def _errors(call, *args, **kwargs) -> list[str]:
+    with pytest.raises(EngineInputError) as info:
+        call(*args, **kwargs)
+    return info.value.errors
+
+
+# -- JSON Lines runs ---------------------------------------------------------------------------
+
+
+def test_jsonl_run_reports_every_defective_line(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "run.jsonl",
+        [
+            [1, 2],
+            {"query": ""},
+            {"query": "a", "ranking": ["x"]},
+            {"query": "a", "ranking": ["y"]},
+            {"query": "b", "abstain": "yes"},
+            {"query": "c", "stages": {}, "ranking": []},
+            {"query": "d", "stages": ["x"]},
+            {"query": "e", "stages": {"s1": "x"}},
+            {"query": "f", "ranking": ["x", ""]},
+            {"query": "g"},
+            "{not json",
+            {"query": "h", "ranking": ["x"]},
+        ],
+    )
+    p = str(path)
+    assert _errors(read_run, path) == [
+        f"{p} line 1: expected a JSON object with a 'query' key",
+        f"{p} line 2: 'query' must be a non-empty string",
+        f"{p} line 4: query 'a' already given at line 3; put each query on one line",
+        f"{p} line 5: 'abstain' must be true or false",
+        f"{p} line 6: give either 'stages' or 'ranking', not both",
+        f"{p} line 7: 'stages' must map stage names to id lists",
+        f"{p} line 8: stage 's1' must be a list of item ids",
+        f"{p} line 9: 'ranking', position 2: '' is not an item id; ids are non-empty strings",
+        f"{p} line 10: no 'stages' or 'ranking' for query 'g'; give the ranked ids, or "
+        '"abstain": true',
+        f"{p} line 11: not valid JSON (Expecting property name enclosed in double quotes at "
+        "column 2); write one JSON object per line",
+    ]
+
+
+def test_jsonl_stage_defects_are_all_reported(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "pipe.jsonl",
+        [
+            {"query": "a", "stages": {"cand": ["x", "y", "x", "y"], "ctx": ["x"]}},
+            {"query": "b", "stages": {"cand": ["z"]}},
+            {"query": "c", "stages": {}},
+            {"query": "d", "stages": {"cand": ["z", "z"], "ctx": []}},
+        ],
+    )
+    p = str(path)
+    assert _errors(read_run, path, stage="ctx") == [
+        f"{p} line 2: query 'b' has no stage 'ctx' (it has cand); give every query every "
+        "stage, an empty list if need be",
+        f"{p} line 3: query 'c' has no stage 'ctx' (it has none); give every query every "
+        "stage, an empty list if need be",
+    ]
+    assert _errors(read_run, path, stage="cand") == [
+        f"{p} line 1: duplicate id 'x' at position 3 of stage 'cand' for query 'a' (first at "
+        "position 1); pass --dedup first to keep the first occurrence",
+        f"{p} line 1: duplicate id 'y' at position 4 of stage 'cand' for query 'a' (first at "
+        "position 2); pass --dedup first to keep the first occurrence",
+        f"{p} line 3: query 'c' has no stage 'cand' (it has none); give every query every "
+        "stage, an empty list if need be",
+        f"{p} line 4: duplicate id 'z' at position 2 of stage 'cand' for query 'd' (first at "
+        "position 1); pass --dedup first to keep the first occurrence",
+    ]
+    assert _errors(read_run, path) == [
+        f"{p}: the run has several stages (cand, ctx); choose one with --stage NAME (stage=...)"
+    ]
+    assert _errors(read_run, path, stage="rerank") == [
+        f"{p}: no stage 'rerank' in the run; its stages are cand, ctx"
+    ]
+
+
+def test_jsonl_dedup_first_abstentions_and_every_stage(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "pipe.jsonl",
+        [
+            {"query": "a", "stages": {"cand": ["x", "y", "x", "y", "z"], "ctx": ["y", "y"]}},
+            {"query": "n", "abstain": True},
+            {"query": "b", "stages": {"cand": ["w"], "ctx": []}},
+        ],
+    )
+
+    cand = read_run(path, stage="cand", dedup="first")
+    stages = read_run_stages(path, dedup="first")
+
+    # By hand: a keeps x, y, z (2 repeats dropped); n abstains with an empty ranking.
+    assert cand.to_mapping() == {"a": ["x", "y", "z"], "n": [], "b": ["w"]}
+    assert (cand.duplicates_removed, cand.stage, cand.stages) == (2, "cand", ("cand", "ctx"))
+    assert (cand.order, cand.dedup, cand.source) == ("list", "first", str(path))
+    assert cand.abstained == frozenset({"n"})
+    assert [s.stage for s in stages] == ["cand", "ctx"]
+    assert [s.to_mapping() for s in stages] == [
+        {"a": ["x", "y", "z"], "n": [], "b": ["w"]},
+        {"a": ["y"], "n": [], "b": []},
+    ]
+    assert [s.duplicates_removed for s in stages] == [2, 1]
+    assert all(s.abstained == frozenset({"n"}) and s.stages == ("cand", "ctx") for s in stages)
+    with pytest.raises(InvalidParameterError, match="dedup must be one of error, first"):
+        read_run_stages(path, dedup="last")
+
+
+def test_a_single_ranking_run_and_a_trec_run_have_one_stage_named_default(tmp_path) -> None:
+    jsonl = _file(tmp_path, "r.json", [{"query": "q", "ranking": ["b", "a"]}])
+    only_abstentions = _file(tmp_path, "n.jsonl", [{"query": "q", "abstain": True}])
+    trec = _file(tmp_path, "r.trec", "q Q0 a 1 1.0 t\nq Q0 b 2 2.0 t\n")
+
+    (one,) = read_run_stages(jsonl)
+    (none,) = read_run_stages(only_abstentions)
+    (from_trec,) = read_run_stages(trec, order="rank")
+
+    assert (one.stage, one.to_mapping()) == ("default", {"q": ["b", "a"]})
+    assert (none.stage, none.to_mapping(), none.abstained) == ("default", {"q": []}, {"q"})
+    assert (from_trec.stage, from_trec.order) == ("default", "rank")
+    assert from_trec.to_mapping() == {"q": ["a", "b"]}
+    assert read_run_stages(trec)[0].to_mapping() == {"q": ["b", "a"]}  # by score
+    assert _errors(read_run, _file(tmp_path, "e.jsonl", "# nothing\n\n")) == [
+        f"{tmp_path / 'e.jsonl'} line 1: file is empty (no data lines); expected one JSON "
+        'object per line, e.g. {"query": "q1", "ranking": [...]}'
+    ]
+
+
+def test_run_format_and_parameters_are_checked(tmp_path: Path) -> None:
+    trec = _file(tmp_path, "r.txt", "q Q0 a 1 1.0 t\n")
+    with pytest.raises(InvalidParameterError, match="run format must be 'trec' or 'jsonl'"):
+        read_run(trec, fmt="csv")
+    with pytest.raises(InvalidParameterError, match="order must be 'score' or 'rank'"):
+        read_run(trec, order="list")
+    assert read_run(_file(tmp_path, "r.data", '  {"query": "q", "ranking": ["a"]}\n')).order == (
+        "list"
+    )
+
+
+# -- statuses, evidence and mappings ------------------------------------------------------------
+
+
+def test_statuses_file_reports_every_defective_line(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "st.jsonl",
+        [
+            ["q"],
+            {"query": 7, "status": "relevant"},
+            {"query": "a", "status": "relevant"},
+            {"query": "a", "status": "no_answer"},
+            {"query": "b", "status": "done"},
+            {"query": "c", "status": "relevant", "evidence": []},
+            {"query": "d", "status": "relevant", "evidence": [["x"], []]},
+            {"query": "e", "status": "relevant", "evidence": [["x", 3]]},
+            {"query": "f", "status": "relevant", "evidence": [["x", "y"], ["z"]]},
+        ],
+    )
+    p = str(path)
+    assert _errors(read_statuses, path) == [
+        f"{p} line 1: expected a JSON object with 'query' and 'status'",
+        f"{p} line 2: 'query' must be a non-empty string",
+        f"{p} line 4: query 'a' already given at line 3",
+        f"{p} line 5: status 'done' is not one of relevant, no_answer, unreviewed",
+        f"{p} line 6: evidence for query 'c' must be a non-empty list of groups, e.g. "
+        '[["a", "b"], ["c"]] for (a AND b) OR c',
+        f"{p} line 7: evidence group [] of query 'd' must be a non-empty list of item ids",
+        f"{p} line 8: evidence group ['x', 3] of query 'e' must be a non-empty list of item ids",
+    ]
+    good = _file(tmp_path, "ok.jsonl", [{"query": "f", "status": "relevant",
+                                         "evidence": [["x", "y"], ["z"]]},
+                                        {"query": "g", "status": "unreviewed", "evidence": None}])  # fmt: skip
+    st = read_statuses(good)
+    assert (st.statuses, st.evidence, st.source) == (
+        {"f": "relevant", "g": "unreviewed"},
+        {"f": [["x", "y"], ["z"]]},
+        str(good),
+    )
+    assert _errors(read_statuses, _file(tmp_path, "none.jsonl", "\n# x\n")) == [
+        f"{tmp_path / 'none.jsonl'} line 1: file is empty (no data lines); expected lines "
+        'like {"query": "q1", "status": "relevant"}'
+    ]
+
+
+def test_in_memory_evidence_and_statuses_are_checked_like_the_files() -> None:
+    qrels, run = {"q": {"a": 1}, "r": {"b": 1}}, {"q": ["a"], "r": ["b"]}
+    with pytest.raises(EngineInputError) as info:
+        evaluate(qrels, run, EvalParams(ks=(1,)), evidence={"q": [], "r": [["b", ""]]})
+    assert info.value.errors == [
+        "evidence: evidence for query 'q' must be a non-empty list of groups, e.g. "
+        '[["a", "b"], ["c"]] for (a AND b) OR c',
+        "evidence: evidence group ['b', ''] of query 'r' must be a non-empty list of item ids",
+    ]
+    with pytest.raises(EngineInputError) as info:
+        evaluate(qrels, run, EvalParams(ks=(1,)), statuses={"q": "done", "r": "maybe"})
+    assert info.value.errors == [
+        "statuses: query 'q': status 'done' is not one of relevant, no_answer, unreviewed",
+        "statuses: query 'r': status 'maybe' is not one of relevant, no_answer, unreviewed",
+    ]
+    # Tuples are accepted as groups, and an evidence condition is met as with lists.
+    r = evaluate(qrels, run, EvalParams(ks=(1,)), evidence={"q": (("a",),), "r": [("x",)]})
+    assert r.per_query["q"]["Evidence@1"] == 1.0 and r.per_query["r"]["Evidence@1"] == 0.0
+
+
+def test_mapping_file_reports_every_defective_line(tmp_path: Path) -> None:
+    # Line 3 holds only blanks: skipped, like an empty line.
+    path = _file(tmp_path, "m.tsv", "c1\td1\nc2 d1\n \t \nc1\td2\nc3\td2\textra\n# note\nc4\td2\n")
+    p = str(path)
+    assert _errors(read_mapping, path) == [
+        f"{p} line 2: expected 'fine<TAB>coarse', found 1 tab-separated field(s); separate "
+        "the two ids with one tab",
+        f"{p} line 4: fine id 'c1' already mapped at line 1; map each fine id once",
+        f"{p} line 5: expected 'fine<TAB>coarse', found 3 tab-separated field(s); separate "
+        "the two ids with one tab",
+    ]
+    ok = _file(tmp_path, "ok.tsv", " c1 \t d1 \nc2\td1\n")
+    assert read_mapping(ok) == {"c1": "d1", "c2": "d1"}
+    assert _errors(read_mapping, _file(tmp_path, "e.tsv", "# only\n")) == [
+        f"{tmp_path / 'e.tsv'} line 1: file is empty (no data lines); expected lines "
+        "'fine<TAB>coarse'"
+    ]
+    many = _file(tmp_path, "many.tsv", "".join(f"c{i}\n" for i in range(30)))
+    with pytest.raises(EngineInputError) as info:
+        read_mapping(many)
+    assert len(info.value.errors) == 25 and info.value.truncated
+
+
+# -- the engine pieces the Django side uses ------------------------------------------------------
+
+
+def test_iter_rankings_batches_and_len() -> None:
+    run = Run.from_mapping({f"q{i}": [f"d{j}" for j in range(i)] for i in range(7)})
+    assert len(run) == sum(range(7))
+    for batch in (1, 2, 3, 500):
+        got = list(run.iter_rankings(batch=batch))
+        assert got == [(f"q{i}", [f"d{j}" for j in range(i)]) for i in range(7)], batch
+    assert run.ranking("q3") == ["d0", "d1", "d2"] and run.ranking("nope") == []
+
+
+def test_params_to_dict_records_every_parameter() -> None:
+    params = EvalParams(ks=(10, 5, 10), rel_level=2, unjudged="bounds", dedup="first",
+                        order="rank", stage="ctx")  # fmt: skip
+    assert params.to_dict() == {
+        "ks": [5, 10],
+        "rel_level": 2,
+        "unjudged": "bounds",
+        "dedup": "first",
+        "order": "rank",
+        "stage": "ctx",
+    }
+
+
+def test_the_exact_join_gives_the_same_grades_as_the_keyed_one(monkeypatch) -> None:
+    qrels = Qrels.from_mapping(
+        {"q1": {"a": 2, "b": 0, "c": -1}, "q2": {"a": 1, "z": 3}, "q3": {"x": 1}}
+    )
+    run = Run.from_mapping({"q2": ["z", "a", "b"], "q1": ["c", "a", "u", "b"], "q9": ["a"]})
+    run_to_qrels = np.array([1, 0, -1])  # q2 -> qrels row 1, q1 -> 0, q9 not joined
+
+    keyed = tables.qrels_grades_for_run(run, qrels, run_to_qrels)
+    monkeypatch.setattr(tables, "MAX_KEYED_QUERIES", 1)  # forces the string-by-string join
+    exact = tables.qrels_grades_for_run(run, qrels, run_to_qrels)
+
+    # Physical rows: q2 z a b | q1 c a u b | q9 a. Unjudged (-1) for c (graded -1), u,
+    # b under q2, and every row of q9.
+    assert keyed.tolist() == exact.tolist() == [3, 1, -1, -1, 2, -1, 0, -1]
+
+
+@pytest.mark.parametrize(
+    ("ranked", "gold", "k", "expected"),
+    [
+        (["a", "x", "b"], {"a", "b", "c"}, 2, (1, 3, 1 / 3, 2 / 3, 1, 0)),
+        (["x", "y"], {"a"}, 2, (0, 1, 0.0, 1.0, 0, 0)),
+        (["a", "b"], {"a", "b"}, 1, (1, 2, 0.5, 0.5, 1, 0)),
+        (["a", "b"], {"a", "b"}, 5, (2, 2, 1.0, 1.0, 1, 1)),
+        ([], {"a"}, 3, (0, 1, 0.0, 1.0, 0, 0)),
+    ],
+    ids=["founding-A", "miss", "cut", "all", "empty"],
+)
+def test_score_query_every_field_by_hand(ranked, gold, k, expected) -> None:
+    fields = ("hits", "relevant", "recall", "ceiling", "any_hit", "all_hit")
+    assert score_query(ranked, gold, k) == dict(zip(fields, expected, strict=True))
+
+
+def test_score_query_refusals_say_why() -> None:
+    with pytest.raises(EngineInputError) as info:
+        score_query(["a", "b", "a", "b"], {"a"}, 2)
+    assert info.value.errors == [
+        "duplicate id 'a' in the ranking; deduplicate stable ids before scoring"
+    ]
+    with pytest.raises(InvalidParameterError) as refused:
+        score_query(["a"], set(), 1)
+    assert str(refused.value) == (
+        "empty relevance set: a query needs reviewed, non-empty relevance labels to be "
+        "scored (unreviewed and no-answer queries are excluded, not scored)"
+    )
+    with pytest.raises(InvalidParameterError) as refused:
+        score_query("ab", {"a"}, 1)
+    assert str(refused.value) == "ranked must be a sequence of ids, not one string"
+    with pytest.raises(InvalidParameterError) as refused:
+        score_query(["a"], {"a"}, 0)
+    assert str(refused.value) == "k must be a positive integer, got 0"
