@@ -213,9 +213,14 @@ def test_statuses_file_reports_every_defective_line(tmp_path: Path) -> None:
         f"{p} line 7: evidence group [] of query 'd' must be a non-empty list of item ids",
         f"{p} line 8: evidence group ['x', 3] of query 'e' must be a non-empty list of item ids",
     ]
-    good = _file(tmp_path, "ok.jsonl", [{"query": "f", "status": "relevant",
-                                         "evidence": [["x", "y"], ["z"]]},
-                                        {"query": "g", "status": "unreviewed", "evidence": None}])  # fmt: skip
+    good = _file(
+        tmp_path,
+        "ok.jsonl",
+        [
+            {"query": "f", "status": "relevant", "evidence": [["x", "y"], ["z"]]},
+            {"query": "g", "status": "unreviewed", "evidence": None},
+        ],
+    )
     st = read_statuses(good)
     assert (st.statuses, st.evidence, st.source) == (
         {"f": "relevant", "g": "unreviewed"},
