@@ -351,3 +351,96 @@ def test_score_query_refusals_say_why() -> None:
     with pytest.raises(InvalidParameterError) as refused:
         score_query(["a"], {"a"}, 0)
     assert str(refused.value) == "k must be a positive integer, got 0"
+
+
+# -- parameters ----------------------------------------------------------------------------------
+
+KNOWN = "R, Ceiling, AnyHit, AllHit, P, nDCG, Judged, Evidence, RR, AP, Rprec, bpref"
+
+
+@pytest.mark.parametrize(
+    ("measures", "message"),
+    [
+        (("Recall@10",), f"unknown measure 'Recall@10'; known measures: {KNOWN} (cutoff "
+         "measures take '@k', e.g. 'nDCG@10', or expand over --k when given bare)"),
+        (("MRR",), f"unknown measure 'MRR'; known measures: {KNOWN} (cutoff measures take "
+         "'@k', e.g. 'nDCG@10', or expand over --k when given bare)"),
+        (("R@0",), "measure 'R@0': cutoff '0' is not a positive integer; write e.g. 'R@10'"),
+        (("R@1@0",), "measure 'R@1@0': cutoff '1@0' is not a positive integer; write e.g. "
+         "'R@10'"),
+        (("P_07",), "measure 'P_07': cutoff '07' is not a positive integer; write e.g. 'R@10'"),
+        (("",), "measure names must be non-empty strings: ''"),
+        ((), "measures is empty; pass None for every measure"),
+        ("R", "measures must be a tuple of names, not one string; e.g. ('R', 'nDCG@10')"),
+    ],
+    ids=["unknown-family", "unknown", "zero", "two-ats", "alias-zero", "blank", "empty", "str"],
+)  # fmt: skip
+def test_bad_measure_names_say_how_to_fix_them(measures, message) -> None:
+    with pytest.raises(InvalidParameterError) as refused:
+        EvalParams(ks=(5,), measures=measures)
+    assert str(refused.value) == message
+
+
+def test_every_trec_eval_alias_and_case() -> None:
+    params = EvalParams(
+        ks=(3,),
+        measures=("recall_5", "P_10", "ndcg_cut_20", "success_1", "recip_rank", "map",
+                  "Rprec", "bpref", "ap", "ndcg", "judged@2", " AllHit@4 "),
+    )  # fmt: skip
+    assert params.measure_names(with_evidence=False) == (
+        "AnyHit@1", "Judged@2", "nDCG@3", "AllHit@4", "R@5", "P@10", "nDCG@20",
+        "RR", "AP", "Rprec", "bpref",
+    )  # fmt: skip
+    every = EvalParams(ks=(2,)).measure_names(with_evidence=True)
+    assert every == (*(f"{f}@2" for f in KNOWN.split(", ")[:8]), "RR", "AP", "Rprec", "bpref")
+    assert "Evidence@2" not in EvalParams(ks=(2,)).measure_names(with_evidence=False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ks": (5, 0)}, "every cutoff k must be a positive integer, got 0"),
+        ({"ks": (2.0,)}, "every cutoff k must be a positive integer, got 2.0"),
+        ({"ks": "5"}, "ks must be a non-empty tuple of cutoffs, got '5'"),
+        ({"rel_level": 0}, "rel_level must be an integer >= 1 (the lowest grade counted as "
+         "relevant), got 0"),
+        ({"unjudged": "ignore"}, "unjudged must be one of nonrel, judged-only, bounds; got "
+         "'ignore'"),
+        ({"dedup": "last"}, "dedup must be one of error, first; got 'last'"),
+        ({"order": "random"}, "order must be one of score, rank, list; got 'random'"),
+        ({"stage": ""}, "stage must be a non-empty string, got ''"),
+    ],
+    ids=["zero-k", "float-k", "str-ks", "rel-level", "unjudged", "dedup", "order", "stage"],
+)  # fmt: skip
+def test_bad_parameters_say_what_is_allowed(kwargs, message) -> None:
+    with pytest.raises(InvalidParameterError) as refused:
+        EvalParams(**kwargs)
+    assert str(refused.value) == message
+    assert EvalParams(ks=7).ks == (7,)
+
+
+# -- hash collisions cost time, never a wrong number -------------------------------------------
+
+
+def test_colliding_hashes_still_give_exact_duplicates_joins_and_mappings(monkeypatch) -> None:
+    """Every id hashed to 0: every key of a query collides, and every answer must still be
+    the one the strings give."""
+    qrels = {"q1": {"a": 2, "b": 0, "c": 1}, "q2": {"a": 1}}
+    rankings = {"q1": ["c", "x", "a", "b"], "q2": ["b", "a"]}
+    honest = evaluate(qrels, rankings, EvalParams(ks=(2, 4), dedup="first"))
+    mapping = {"x": "a", "b": "c"}
+    honest_mapped = evaluate(qrels, rankings, EvalParams(ks=(2, 4)), mapping=mapping)
+
+    monkeypatch.setattr(tables, "_hash_chunk", lambda arr: np.zeros(len(arr), dtype=np.uint64))
+    collided = evaluate(qrels, rankings, EvalParams(ks=(2, 4), dedup="first"))
+    collided_mapped = evaluate(qrels, rankings, EvalParams(ks=(2, 4)), mapping=mapping)
+
+    assert collided.per_query == honest.per_query
+    assert collided_mapped.per_query == honest_mapped.per_query
+    # By hand: q1 maps to [c, a, a(x), c(b)] -> [c, a]; q2 to [c(b), a]: 2 rows collapse.
+    assert collided_mapped.params["mapping"]["collapsed"] == 2
+    assert collided_mapped.per_query["q1"]["R@2"] == 1.0
+    assert collided_mapped.per_query["q2"]["R@2"] == 1.0
+    run = Run.from_mapping({"q": ["a", "b", "c", "d"]})
+    keys = run.keys()
+    assert not tables.later_duplicates(run.qcodes, run.docids, keys, run.final_positions).any()
