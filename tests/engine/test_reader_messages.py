@@ -24,6 +24,7 @@ from scoring.engine import (
     Run,
     evaluate,
     read_mapping,
+    read_qrels,
     read_run,
     read_run_stages,
     read_statuses,
@@ -444,3 +445,83 @@ def test_colliding_hashes_still_give_exact_duplicates_joins_and_mappings(monkeyp
     run = Run.from_mapping({"q": ["a", "b", "c", "d"]})
     keys = run.keys()
     assert not tables.later_duplicates(run.qcodes, run.docids, keys, run.final_positions).any()
+
+
+# -- TREC qrels and runs, read line by line -------------------------------------------------------
+
+
+def test_qrels_report_every_defective_line(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "qrels.txt",
+        "1 0 a 1\n1 0 b\n# 1 0 c 9\n1 0 c x\n1 0 a 2\n1 0 d 1 extra\n\n2 Q0 \xe9 -1\n",
+    )
+    p = str(path)
+    assert _errors(read_qrels, path) == [
+        f"{p} line 2: expected 4 fields 'qid 0 docid grade', found 3; put one judgment per line",
+        f"{p} line 4: grade 'x' is not an integer; use whole-number grades (-1 = pooled but "
+        "unjudged)",
+        f"{p} line 5: duplicate judgment for query '1', docid 'a' (first at line 1); keep one "
+        "line per pair",
+        f"{p} line 6: expected 4 fields 'qid 0 docid grade', found 5; put one judgment per line",
+    ]
+    bad_utf8 = tmp_path / "latin1.txt"
+    bad_utf8.write_bytes(b"1 0 a 1\n1 0 caf\xe9 1\n\xff 0 b 1\n")
+    assert _errors(read_qrels, bad_utf8) == [
+        f"{bad_utf8} line 2: invalid UTF-8 (byte 0xe9 at column 4); save the file as UTF-8",
+        f"{bad_utf8} line 3: invalid UTF-8 (byte 0xff at column 1); save the file as UTF-8",
+    ]
+
+
+def test_qrels_fast_and_careful_paths_read_the_same(tmp_path: Path) -> None:
+    text = "q2 0 b 1\nq1 0 a 2\nq2 0 a -1\nq1 Q0 c 0\n"
+    fast = read_qrels(_file(tmp_path, "fast.txt", text))
+    careful = read_qrels(_file(tmp_path, "careful.txt", text.replace(" 0 a 2", "  0 a 2")))
+    expected = {"q2": {"b": 1, "a": -1}, "q1": {"a": 2, "c": 0}}
+    assert fast.to_mapping() == careful.to_mapping() == expected
+    assert fast.qids == careful.qids == ("q2", "q1")
+    assert fast.offsets.tolist() == careful.offsets.tolist() == [0, 2, 4]
+    assert fast.grades.dtype == np.int64 and len(fast) == 4 and fast.source.endswith("fast.txt")
+    # A '#' starting a query id is a comment line: the careful path handles it.
+    commented = read_qrels(_file(tmp_path, "c.txt", "#q 0 a 1\nq 0 a 1\n"))
+    assert commented.to_mapping() == {"q": {"a": 1}}
+
+
+def test_trec_run_reports_every_defective_line(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "run.trec",
+        "1 Q0 a 1 2.0 t\n1 Q0 b 2\n1 Q0 c two 1.0 t\n1 Q0 d 4 high t\n1 Q0 e 5 nan t\n"
+        "1 Q0 a 6 0.5 t\n",
+    )
+    p = str(path)
+    assert _errors(read_run, path) == [
+        f"{p} line 2: expected 6 fields 'qid Q0 docid rank score tag', found 4; put one ranked "
+        "item per line",
+        f"{p} line 3: rank 'two' is not an integer; the 4th field must be the rank (1, 2, ...)",
+        f"{p} line 4: score 'high' is not a number; the 5th field must be the retrieval score",
+        f"{p} line 5: score 'nan' is not a number; the 5th field must be the retrieval score",
+    ]
+    dup = _file(tmp_path, "dup.trec", "1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 a 3 1 t\n2 Q0 c 1 1 t\n"
+                "2 Q0 c 2 0 t\n")  # fmt: skip
+    assert _errors(read_run, dup) == [
+        f"{dup} line 3: duplicate docid 'a' for query '1' (first at line 1); pass --dedup "
+        "first to keep the first occurrence",
+        f"{dup} line 5: duplicate docid 'c' for query '2' (first at line 4); pass --dedup "
+        "first to keep the first occurrence",
+    ]
+    kept = read_run(dup, dedup="first")
+    assert kept.to_mapping() == {"1": ["a", "b"], "2": ["c"]} and kept.duplicates_removed == 2
+    ranks = _file(tmp_path, "ranks.trec", "1 Q0 a 2 1 t\n1 Q0 b 2 2 t\n1 Q0 c 1 3 t\n"
+                  "1 Q0 d 1 4 t\n")  # fmt: skip
+    assert _errors(read_run, ranks, order="rank") == [
+        # in rank order
+        f"{ranks} line 4: rank 1 for query '1' repeats line 3; with --order rank every rank "
+        "must be distinct within a query (or use --order score)",
+        f"{ranks} line 2: rank 2 for query '1' repeats line 1; with --order rank every rank "
+        "must be distinct within a query (or use --order score)",
+    ]
+    assert _errors(read_run, _file(tmp_path, "e.trec", "# none\n")) == [
+        f"{tmp_path / 'e.trec'} line 1: file is empty (no data lines); expected lines "
+        "'qid Q0 docid rank score tag'"
+    ]
