@@ -72,6 +72,14 @@ def n_relevant(qrels, qid: str, rel_level: int) -> int:
     return sum(1 for g in qrels.get(qid, {}).values() if g >= rel_level)
 
 
+def cases_with_a_relevant_judgment(rel_level: int):
+    """(seed, qrels, run) of the generated cases where some judgment reaches rel_level."""
+    for seed in SEEDS:
+        qrels, run = _case(seed)
+        if any(g >= rel_level for docs in qrels.values() for g in docs.values()):
+            yield seed, qrels, run
+
+
 def depth_of(ours_name: str) -> int | None:
     return None if ours_name in RANK_MEASURES else int(ours_name.split("@")[1])
 
@@ -79,10 +87,7 @@ def depth_of(ours_name: str) -> int | None:
 @pytest.mark.parametrize("rel_level", [1, 2])
 def test_bounds_equal_pytrec_eval_on_relabelled_qrels(rel_level: int) -> None:
     checked = 0
-    for seed in SEEDS:
-        qrels, run = _case(seed)
-        if not any(g >= rel_level for docs in qrels.values() for g in docs.values()):
-            continue
+    for seed, qrels, run in cases_with_a_relevant_judgment(rel_level):
         params = EvalParams(ks=KS, rel_level=rel_level, unjudged="bounds")
         ours = evaluate(qrels, rankings(run), params)
         zeroed = oracle(relabelled(qrels, run, 0, None), run, rel_level)
@@ -137,10 +142,7 @@ def test_bounds_equal_pytrec_eval_on_relabelled_qrels(rel_level: int) -> None:
 @pytest.mark.parametrize("rel_level", [3])
 def test_judged_only_equals_pytrec_eval_minus_j(rel_level: int) -> None:
     checked = 0
-    for seed in SEEDS:
-        qrels, run = _case(seed)
-        if not any(g >= rel_level for docs in qrels.values() for g in docs.values()):
-            continue
+    for seed, qrels, run in cases_with_a_relevant_judgment(rel_level):
         ours = evaluate(
             qrels, rankings(run), EvalParams(ks=KS, rel_level=rel_level, unjudged="judged-only")
         )
