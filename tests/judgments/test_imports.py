@@ -18,6 +18,7 @@ from judgments import formats
 from judgments.models import (
     ChangeSource,
     Collection,
+    EvidenceCondition,
     Item,
     Judgment,
     JudgmentChange,
@@ -493,3 +494,53 @@ def test_json_duplicate_keys_and_nan_are_refused():
         "b.jsonl, line 2: the key 'id' appears twice in one object; keep one",
         "b.jsonl, line 3: NaN is not a JSON number; write a finite number or null",
     ]
+
+
+def test_ids_of_another_collection_are_other_items_and_queries(
+    recall_example, run_command, write_file
+):
+    """Ids are per collection: a bundle reusing the example's item and query ids (with other
+    texts, an evidence condition and judgments) creates its own, and leaves the example's
+    as they were."""
+    example_items = dict(Item.objects.filter(collection=recall_example).values_list(
+        "external_id", "text"))  # fmt: skip
+    bundle = write_file("fresh.jsonl", jl(
+        FRESH, item("a"), item("x"), query("A", evidence=[["a", "x"]]),
+        judgment("A", "a", 1), judgment("A", "x", 0),
+    ))  # fmt: skip
+
+    run_command("import_collection", bundle)
+
+    fresh = Collection.objects.get(slug="fresh")
+    assert dict(Item.objects.filter(collection=fresh).values_list("external_id", "text")) == {
+        "a": "text of a",
+        "x": "text of x",
+    }
+    assert Query.objects.get(collection=fresh, external_id="A").text == "query A"
+    assert EvidenceCondition.objects.get(query__collection=fresh).groups == [["a", "x"]]
+    assert dict(
+        Judgment.objects.filter(query__collection=fresh).values_list("item__external_id", "grade")
+    ) == {"a": 1, "x": 0}
+    assert dict(Item.objects.filter(collection=recall_example).values_list(
+        "external_id", "text")) == example_items  # fmt: skip
+    assert Query.objects.get(collection=recall_example, external_id="A").text != "query A"
+
+
+def test_a_long_collection_difference_is_shortened_in_the_message(
+    recall_example, run_command, write_file
+):
+    record = json.loads((RECALL_EXAMPLE / "bundle.jsonl").read_text().splitlines()[0])
+    record["description"] = "d" * 80
+    record["name"] = "n" * 58  # its repr is 60 characters: shown whole
+    bundle = write_file("b.jsonl", jl(record))
+
+    with pytest.raises(CommandError) as refused:
+        run_command("import_collection", bundle)
+
+    # Each value's repr, cut to 57 characters and an ellipsis when longer than 60.
+    message = str(refused.value)
+    assert f"(this file: '{'n' * 58}')" in message
+    assert (
+        "description 'Invented teaching data, not a real corpus: the three-que… "
+        f"(this file: '{'d' * 56}…)"
+    ) in message

@@ -844,6 +844,7 @@ def test_a_create_with_a_client_key_happens_once(query_vaccines, item_cdc_faq, i
     )
 
     assert created and not created_again and again.pk == first.pk
+    assert (first.client_key, again.client_key) == ("k-1", "k-1")
     stored = Judgment.objects.get(pk=first.pk)
     assert (stored.grade, stored.note, stored.version, stored.client_key) == (
         2, "first send", 1, "k-1",
@@ -860,7 +861,8 @@ def test_a_create_with_a_client_key_happens_once(query_vaccines, item_cdc_faq, i
     plain, created = record_judgment_once(
         query=query_vaccines, item=item_who_qa, grade=0, reviewer=None, client_key=None
     )
-    assert created and plain.client_key is None and plain.version == 1
+    assert created and plain.client_key is None and plain.version == 1 and plain.note == ""
+    assert JudgmentChange.objects.get(query=query_vaccines, item=item_who_qa).source == "api"
 
 
 def test_judging_a_task_completes_it_and_respects_the_lease(
@@ -898,3 +900,32 @@ def test_judging_a_task_completes_it_and_respects_the_lease(
     )
     judged, created = judge_task(task=lapsed, reviewer=reviewer_ben, grade=0)
     assert created and judged.reviewer == reviewer_ben and judged.item == other
+
+
+def test_other_queries_and_non_relevant_judgments_do_not_count_as_another_relevant_item(
+    vaccines_answered, collection_graded, query_vaccines, item_cdc_faq, item_who_qa, reviewer_ben
+):
+    # Another query's relevant judgment of the same item, and a "related" (1 < 2) judgment
+    # of this query: neither keeps q-vaccines relevant, so the downgrade is refused.
+    other = make_query(collection_graded, external_id="q-other")
+    make_judgment(query=other, item=item_who_qa, grade=3, reviewer=reviewer_ben)
+    make_judgment(query=query_vaccines, item=item_who_qa, grade=1, reviewer=reviewer_ben)
+
+    with pytest.raises(InvariantError, match="is the only relevant item of query 'q-vaccines'"):
+        record_judgment(query=query_vaccines, item=item_cdc_faq, grade=0, reviewer=reviewer_ben,
+                        expected_version=1)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ([], "an evidence condition is a non-empty list of AND-groups of item ids"),
+        ("a", "an evidence condition is a non-empty list of AND-groups of item ids"),
+        ([["a"], []], "evidence group [] must be a non-empty list of item ids"),
+        ([["a", 2]], "evidence group ['a', 2] must hold item ids as strings"),
+    ],
+)
+def test_bad_evidence_conditions_say_what_they_must_be(groups, message):
+    with pytest.raises(InvariantError) as refused:
+        normalize_evidence(groups)
+    assert str(refused.value) == message
