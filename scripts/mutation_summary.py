@@ -1,7 +1,7 @@
 """Summarise mutmut's results per module (called by scripts/mutate.sh).
 
     python scripts/mutation_summary.py var/mutate docs/MUTATION.md   # the table
-    python scripts/mutation_summary.py --survivors var/mutate/engine # names, one a line
+    python scripts/mutation_summary.py --survivors var/mutate/engine # to try (again), one a line
     python scripts/mutation_summary.py --diffs var/mutate/engine     # each survivor's change
     python scripts/mutation_summary.py --markdown var/mutate         # docs/MUTATION.md lists
 
@@ -47,8 +47,9 @@ def outcomes(group_dir: Path) -> Iterator[tuple[str, str, int | None]]:
             yield module, name, code
 
 
-def survivors(group_dir: Path) -> list[str]:
-    return [n for _, n, code in outcomes(group_dir) if code in SURVIVED | NO_TESTS]
+def survivors(group_dir: Path, *, with_untried: bool = False) -> list[str]:
+    wanted = SURVIVED | NO_TESTS | ({None} if with_untried else set())
+    return [n for _, n, code in outcomes(group_dir) if code in wanted]
 
 
 def diffs(group_dir: Path) -> dict[str, list[str]]:
@@ -242,7 +243,7 @@ def _row(label: str, counts: Counter[str]) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--survivors":
-        print("\n".join(survivors(Path(sys.argv[2]))))
+        print("\n".join(survivors(Path(sys.argv[2]), with_untried=True)))
     elif sys.argv[1] == "--markdown":
         print(markdown(Path(sys.argv[2])), end="")
     elif sys.argv[1] == "--diffs":
