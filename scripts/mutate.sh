@@ -84,9 +84,9 @@ run_group() {
   echo "== mutating $group (budget ${BUDGET}s, $JOBS workers, nice 10, ${#names[@]} named)"
   local db=()
   if [[ $group == services && -n "${MUTATE_DATABASE_URL:-}" ]]; then
-    db=(env "DATABASE_URL=$MUTATE_DATABASE_URL")
+    db=("DATABASE_URL=$MUTATE_DATABASE_URL")
   fi
-  (cd "$dir" && "${db[@]}" VERITY_MUTATING=1 VERITY_ORACLE_CASES=${MUTATE_ORACLE_CASES:-20} nice -n 10 timeout -s INT -k 30 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" "${names[@]}") \
+  (cd "$dir" && env "${db[@]}" VERITY_MUTATING=1 VERITY_ORACLE_CASES=${MUTATE_ORACLE_CASES:-20} nice -n 10 timeout -s INT -k 30 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" "${names[@]}") \
     >"$dir/mutmut.log" 2>&1 || echo "   (stopped: budget reached or mutmut failed; see $dir/mutmut.log)"
   tail -n 3 "$dir/mutmut.log" | tr '\r' '\n' | tail -n 2
 }
