@@ -359,3 +359,22 @@ def test_help_documents_every_option() -> None:
 def test_bad_options_exit_2_naming_the_option(files, args, message) -> None:
     proc = _run(*files, *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_defaults_and_every_option_reach_the_parameters(tmp_path: Path, files) -> None:
+    plain = json.loads(_run(*files, "--format", "json").stdout)["params"]
+    run = tmp_path / "dup.trec"
+    run.write_text("A Q0 a 1 2 t\nA Q0 a 2 1 t\nB Q0 d 1 1 t\n")
+    given = _run(files[0], str(run), "--format", "json", "--k", "3", "--rel-level", "2",
+                 "--dedup", "first", "--order", "rank", "--unjudged", "judged-only")  # fmt: skip
+
+    assert (plain["ks"], plain["rel_level"], plain["unjudged"]) == ([5, 10], 1, "nonrel")
+    assert (plain["dedup"], plain["order"], plain["stage"]) == ("error", "score", None)
+    # rel-level 2 on a binary file: no relevant judgment, so nothing is scorable.
+    data = json.loads(given.stdout)
+    assert data["status"] == "undefined"
+    assert {k: data["params"][k] for k in ("ks", "rel_level", "unjudged", "dedup", "order")} == {
+        "ks": [3], "rel_level": 2, "unjudged": "judged-only", "dedup": "first", "order": "rank",
+    }  # fmt: skip
+    assert data["params"]["duplicates_removed"] == 1
+    assert _run(*files).stdout.startswith("status: ok\n")  # the table is the default format
