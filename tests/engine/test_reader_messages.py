@@ -525,3 +525,32 @@ def test_trec_run_reports_every_defective_line(tmp_path: Path) -> None:
         f"{tmp_path / 'e.trec'} line 1: file is empty (no data lines); expected lines "
         "'qid Q0 docid rank score tag'"
     ]
+
+
+@pytest.mark.parametrize("sep", [" ", "\t"], ids=["space", "tab"])
+def test_ids_that_look_like_nulls_or_quotes_are_read_as_written(tmp_path: Path, sep: str) -> None:
+    """The fast (pyarrow) path must read every id as trec_eval does: quotes, backslashes
+    and 'NA'/'null'/'' spellings are data."""
+    ids = ["NA", "null", '"q"', "a\\b", "N/A", "#x"]
+    qrels_text = "".join(f"{q}{sep}0{sep}{d}{sep}1\n" for q in ("NULL", "q1") for d in ids)
+    run_text = "".join(
+        f"{q}{sep}Q0{sep}{d}{sep}{r}{sep}{10 - r}{sep}t\n"
+        for q in ("NULL", "q1")
+        for r, d in enumerate(ids, start=1)
+    )
+    qrels = read_qrels(_file(tmp_path, "q.txt", qrels_text))
+    run = read_run(_file(tmp_path, "r.trec", run_text))
+
+    assert qrels.to_mapping() == {q: dict.fromkeys(ids, 1) for q in ("NULL", "q1")}
+    assert run.to_mapping() == {q: ids for q in ("NULL", "q1")}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["q 0  a 1\nq 0 b 1\n", "q\t0\ta\t1\t\nq\t0\tb\t1\n", "q 0 a 1\r\nq 0 b 1\r\n",
+     "q 0 a 1\nq\t0 b 1\n", "q 0 a 1\nq 0 b\x0b1\n"],
+    ids=["doubled-space", "trailing-tab", "crlf", "mixed", "vertical-tab"],
+)  # fmt: skip
+def test_irregular_separators_read_as_trec_eval_reads_them(tmp_path: Path, text: str) -> None:
+    # trec_eval splits on any run of whitespace: both lines are two judgments of q.
+    assert read_qrels(_file(tmp_path, "q.txt", text)).to_mapping() == {"q": {"a": 1, "b": 1}}
