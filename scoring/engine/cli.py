@@ -231,7 +231,8 @@ def format_table(result: EvalResult) -> str:
     ]
     if "bounds" in p:
         head.append(f"bounds: {p['bounds']}")
-    width = max((len(n) for n in result.measures), default=7) + 2
+    # At least as wide as the header's "measure", or short names shift their row left.
+    width = max([len("measure"), *(len(n) for n in result.measures)]) + 2
     rows = [f"{'measure':<{width}}{'macro':>22}{'pooled':>22}"]
     for name in result.measures:
         agg = result.aggregates[name]

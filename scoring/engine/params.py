@@ -175,7 +175,8 @@ class EvalParams:
             raise InvalidParameterError(f"ks must be a non-empty tuple of cutoffs, got {ks!r}")
         checked = tuple(sorted({check_k(k, what="every cutoff k") for k in ks}))
         object.__setattr__(self, "ks", checked)
-        if self.measures is not None:
+        # One string is refused below (tuple("nDCG") would read as 'n', 'D', 'C', 'G').
+        if self.measures is not None and not isinstance(self.measures, str):
             object.__setattr__(self, "measures", tuple(self.measures))
         if type(self.rel_level) is not int or self.rel_level < 1:
             raise InvalidParameterError(

@@ -17,9 +17,23 @@ from judgments.api.auth import client_ip
 
 
 def test_bearer_is_the_same_key_as_token(api_world):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_world.tokens['reviewer']}")
-    assert client.get("/api/collections/").status_code == 200
+    bearer, token = APIClient(), APIClient()
+    bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {api_world.tokens['reviewer']}")
+    token.credentials(HTTP_AUTHORIZATION=f"Token {api_world.tokens['reviewer']}")
+
+    response = bearer.get("/api/collections/")
+    claimed = bearer.post(f"/api/collections/{api_world.slug}/tasks/claim/")
+
+    assert response.status_code == 200
+    # The request ran as the reviewer: their one collection, and a task claimed in their name.
+    assert response.json() == token.get("/api/collections/").json()
+    assert [c["slug"] for c in results(response.json())] == [api_world.slug]
+    assert claimed.status_code == 200
+    assert claimed.json()["claimed_by"] == "reviewer"
+
+
+def results(body):
+    return body["results"] if isinstance(body, dict) else body
 
 
 def test_anonymous_gets_401_with_the_scheme_to_use(api_world):

@@ -68,7 +68,12 @@ def test_an_if_match_that_is_no_etag_is_400(api_world, reviewer, header):
 
 def test_a_weak_etag_from_a_compressing_proxy_still_names_the_version(api_world, reviewer):
     response = reviewer.patch(judgment_url(api_world), {"note": "seen"}, HTTP_IF_MATCH='W/"1"')
+
     assert response.status_code == 200
+    assert response["ETag"] == '"2"'
+    stored = Judgment.objects.get(pk=api_world.judgment.pk)
+    assert (stored.note, stored.version) == ("seen", 2)
+    assert stored.reviewer.get_username() == "reviewer"
 
 
 def test_removal_needs_if_match_too(api_world, reviewer):

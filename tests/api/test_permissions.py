@@ -12,7 +12,6 @@ did not exist; a role too weak is 403.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from drf_spectacular.generators import SchemaGenerator
 
+from judgments.models import ROLE_RANK, Collection, Membership, Role
 from judgments.services import claim_next_task
 from tests.api.conftest import RECALL_EXAMPLE, ROLES, World
 
@@ -188,7 +188,18 @@ def test_every_row_of_the_table_is_an_operation_of_the_schema():
     assert not stale, f"rows for operations the schema no longer has: {stale}"
 
 
-def test_the_table_covers_every_role_of_the_design():
-    assert ROLES == ("anonymous", "stranger", "reviewer", "evaluator", "admin", "superuser")
-    assert len(SCHEMA_OPERATIONS) >= 38
-    assert all(re.fullmatch(r"(GET|POST|PATCH|DELETE) /api/\S+", op) for op in MATRIX)
+def test_the_table_covers_every_role_of_the_design(api_world):
+    # The callers the design knows: no login, a user of no membership here, each
+    # membership role of the model (weakest first, as the table's columns), a superuser.
+    members = sorted(Role.values, key=lambda r: ROLE_RANK[r])
+    assert ("anonymous", "stranger", *members, "superuser") == ROLES
+    collection = Collection.objects.get(slug=api_world.slug)
+    for role in members:
+        assert role_of(api_world.users[role], collection) == role
+    assert role_of(api_world.users["stranger"], collection) is None
+    assert api_world.users["superuser"].is_superuser
+
+
+def role_of(user, collection):
+    membership = Membership.objects.filter(user=user, collection=collection).first()
+    return membership.role if membership else None

@@ -10,6 +10,7 @@ from the run must score 0).
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -28,7 +29,9 @@ for _k in KS:
         (f"AnyHit@{_k}", f"success_{_k}"),
     ]
 TREC_MEASURES = {t for _, t in PAIRS}
-SEEDS = range(250)
+#: 250 generated cases; scripts/mutate.sh sets VERITY_ORACLE_CASES lower so that each of
+#: thousands of mutants is tried in seconds (the cases are the same, only fewer).
+SEEDS = range(int(os.environ.get("VERITY_ORACLE_CASES", "250")))
 
 
 def _case(seed: int) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
@@ -111,4 +114,4 @@ def test_agrees_with_pytrec_eval(tmp_path: Path, rel_level: int, judged_only: bo
         for qid in oracle:
             if qid not in ours.per_query:
                 assert ours.excluded[qid] == "no_relevant_judgments"
-    assert checked > 200
+    assert checked > 0.8 * len(SEEDS)

@@ -355,6 +355,42 @@ def test_concurrent_claims_never_hand_one_task_to_two_reviewers(collection_grade
     assert len(set(rows.values_list("claimed_by", flat=True))) == n_tasks
 
 
+def test_a_claim_skips_a_task_another_reviewer_holds_locked_instead_of_waiting(
+    collection_graded, query_vaccines, reviewer_ana, reviewer_ben
+):
+    """SKIP LOCKED: while ana's claim is in flight (its transaction holds the first task's
+    row lock), ben's claim takes the next task at once. Without SKIP LOCKED it would wait
+    for ana's lock; the wait is bounded here by ben's lock_timeout, which turns a wait
+    into an error instead of a hang."""
+    items = [make_item(collection_graded) for _ in range(2)]
+    queue_unjudged(
+        collection=collection_graded,
+        pairs=[(query_vaccines.pk, item.pk, rank) for rank, item in enumerate(items, 1)],
+        source="run bm25",
+    )
+    first = ReviewTask.objects.order_by("-priority", "pk").first()
+
+    def claim_bounded(reviewer):
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '3s'")
+        return claim_next_task(reviewer=reviewer, collection=collection_graded)
+
+    ana = InThread(lambda: claim_bounded(reviewer_ana), hold=True).started()
+    try:
+        assert ana.holding.wait(JOIN_TIMEOUT)
+        assert ana.outcome.error is None and ana.outcome.value.pk == first.pk
+        ben = InThread(lambda: claim_bounded(reviewer_ben)).started()
+        ben.join(JOIN_TIMEOUT)
+        assert not ben.is_alive(), "ben's claim hung behind ana's lock"
+        assert ana.is_alive(), "ana's transaction ended before ben's claim was checked"
+    finally:
+        assert ana.finish().error is None
+    assert ben.outcome.error is None, f"ben's claim waited for ana's lock: {ben.outcome.error}"
+    assert ben.outcome.value is not None and ben.outcome.value.pk != first.pk
+    claimed = dict(ReviewTask.objects.values_list("pk", "claimed_by"))
+    assert claimed == {first.pk: reviewer_ana.pk, ben.outcome.value.pk: reviewer_ben.pk}
+
+
 def test_concurrent_queueing_of_the_same_pairs_keeps_one_task_per_pair(
     collection_graded, query_vaccines, item_cdc_faq, item_who_qa
 ):

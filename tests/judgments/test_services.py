@@ -31,10 +31,13 @@ from judgments.selectors import (
 from judgments.services import (
     InvariantError,
     JudgmentConflict,
+    claim_next_task,
     create_collection,
+    judge_task,
     normalize_evidence,
     queue_unjudged,
     record_judgment,
+    record_judgment_once,
     set_evidence_condition,
     set_query_status,
     validate_scale,
@@ -826,3 +829,103 @@ def test_queries_of_brings_the_evidence_condition_along(
     set_evidence_condition(query=query_vaccines, groups=[["cdc-mrna-faq"]], by=None)
     with django_assert_num_queries(1):
         assert [q.evidence.groups for q in queries_of(collection_graded)] == [[["cdc-mrna-faq"]]]
+
+
+# -- creates at most once per client key, and judging a task -----------------------------------
+
+
+def test_a_create_with_a_client_key_happens_once(query_vaccines, item_cdc_faq, item_who_qa):
+    first, created = record_judgment_once(
+        query=query_vaccines, item=item_cdc_faq, grade=2, reviewer=None, client_key="k-1",
+        note="first send",
+    )  # fmt: skip
+    again, created_again = record_judgment_once(
+        query=query_vaccines, item=item_cdc_faq, grade=3, reviewer=None, client_key="k-1"
+    )
+
+    assert created and not created_again and again.pk == first.pk
+    assert (first.client_key, again.client_key) == ("k-1", "k-1")
+    stored = Judgment.objects.get(pk=first.pk)
+    assert (stored.grade, stored.note, stored.version, stored.client_key) == (
+        2, "first send", 1, "k-1",
+    )  # fmt: skip
+    assert JudgmentChange.objects.filter(query=query_vaccines).count() == 1
+    with pytest.raises(InvariantError) as refused:
+        record_judgment_once(
+            query=query_vaccines, item=item_who_qa, grade=1, reviewer=None, client_key="k-1"
+        )
+    assert str(refused.value) == (
+        "the client key 'k-1' was already used for another judgment; send a new key (e.g. a "
+        "UUID) with each new judgment"
+    )
+    plain, created = record_judgment_once(
+        query=query_vaccines, item=item_who_qa, grade=0, reviewer=None, client_key=None
+    )
+    assert created and plain.client_key is None and plain.version == 1 and plain.note == ""
+    assert JudgmentChange.objects.get(query=query_vaccines, item=item_who_qa).source == "api"
+
+
+def test_judging_a_task_completes_it_and_respects_the_lease(
+    collection_graded, query_vaccines, item_cdc_faq, reviewer_ana, reviewer_ben
+):
+    queue_unjudged(
+        collection=collection_graded,
+        pairs=[(query_vaccines.pk, item_cdc_faq.pk, 1)],
+        source="run bm25",
+    )
+    task = claim_next_task(reviewer=reviewer_ana, collection=collection_graded)
+
+    with pytest.raises(InvariantError) as refused:
+        judge_task(task=task, reviewer=reviewer_ben, grade=1)
+    judgment, created = judge_task(task=task, reviewer=reviewer_ana, grade=3, note="clear",
+                                   client_key="t-1")  # fmt: skip
+    retry, created_again = judge_task(task=task, reviewer=reviewer_ana, grade=3, client_key="t-1")
+
+    until = f"{task.lease_expires_at:%H:%M:%S}"
+    assert str(refused.value) == (
+        f"this task is claimed by ana until {until} UTC; claim another one, or wait for the "
+        "lease to expire"
+    )
+    assert created and not created_again and retry.pk == judgment.pk
+    assert (judgment.grade, judgment.note, judgment.reviewer) == (3, "clear", reviewer_ana)
+    task.refresh_from_db()
+    assert (task.status, task.claimed_by, task.lease_expires_at) == (TaskStatus.DONE, None, None)
+    # Once the lease has lapsed, another reviewer may judge a claimed task's pair.
+    other = make_item(collection_graded)
+    queue_unjudged(
+        collection=collection_graded, pairs=[(query_vaccines.pk, other.pk, 2)], source="run"
+    )
+    lapsed = claim_next_task(
+        reviewer=reviewer_ana, collection=collection_graded, lease=timedelta(seconds=-1)
+    )
+    judged, created = judge_task(task=lapsed, reviewer=reviewer_ben, grade=0)
+    assert created and judged.reviewer == reviewer_ben and judged.item == other
+
+
+def test_other_queries_and_non_relevant_judgments_do_not_count_as_another_relevant_item(
+    vaccines_answered, collection_graded, query_vaccines, item_cdc_faq, item_who_qa, reviewer_ben
+):
+    # Another query's relevant judgment of the same item, and a "related" (1 < 2) judgment
+    # of this query: neither keeps q-vaccines relevant, so the downgrade is refused.
+    other = make_query(collection_graded, external_id="q-other")
+    make_judgment(query=other, item=item_who_qa, grade=3, reviewer=reviewer_ben)
+    make_judgment(query=query_vaccines, item=item_who_qa, grade=1, reviewer=reviewer_ben)
+
+    with pytest.raises(InvariantError, match="is the only relevant item of query 'q-vaccines'"):
+        record_judgment(query=query_vaccines, item=item_cdc_faq, grade=0, reviewer=reviewer_ben,
+                        expected_version=1)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ([], "an evidence condition is a non-empty list of AND-groups of item ids"),
+        ("a", "an evidence condition is a non-empty list of AND-groups of item ids"),
+        ([["a"], []], "evidence group [] must be a non-empty list of item ids"),
+        ([["a", 2]], "evidence group ['a', 2] must hold item ids as strings"),
+    ],
+)
+def test_bad_evidence_conditions_say_what_they_must_be(groups, message):
+    with pytest.raises(InvariantError) as refused:
+        normalize_evidence(groups)
+    assert str(refused.value) == message

@@ -1,10 +1,13 @@
 """Paired comparison: the statistics against independent computations, Holm against a
 hand calculation, the degenerate cases, and the refusals.
 
-The oracles: scipy's ``permutation_test`` and ``bootstrap`` called here on per-query
-values read straight from the stored evaluation rows (same seed, same resamples); the
-t statistic and d_z by their formulas in numpy; an exact sign-flip enumeration by hand;
-Holm's adjustment worked out on paper.
+The oracles are written here and share nothing with ``scoring/comparison.py`` (which calls
+scipy): the randomization p-value is an exact enumeration of all 2^n sign flips in plain
+numpy (equal to the code's when it says "exact", within Monte Carlo error when it
+resamples); the bootstrap interval is a percentile bootstrap, and its BCa correction
+(Efron & Tibshirani 1993, 14.3), drawn from this file's own generator, to be met within
+Monte Carlo error; the t statistic and d_z by their formulas; Holm's adjustment worked
+out on paper.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import itertools
 import json
 import math
 import re
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -32,10 +36,79 @@ from tests.scoring.report_helpers import (
 )
 
 SEED = 12345
+#: The oracle's own generator (numpy's PCG64, seeded apart from the code's seed).
+ORACLE_SEED = 20260101
+ORACLE_RESAMPLES = 40_000
+CODE_RESAMPLES = 10_000
+
+
+def sign_flip_sums(d: np.ndarray) -> np.ndarray:
+    """Sum of s_i * d_i for every one of the 2^n sign vectors s (doubling, plain numpy)."""
+    sums = np.zeros(1)
+    for x in d:
+        sums = np.concatenate([sums + x, sums - x])
+    return sums
+
+
+def exact_sign_flip_p(a, b) -> float:
+    """P(|mean*| >= |mean|) over all 2^n sign flips of the paired differences; sums that
+    differ from the observed one by float noise only (1e-9) count as equal."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    sums = sign_flip_sums(d)
+    return float(np.mean(np.abs(sums) >= abs(d.sum()) - 1e-9))
+
+
+def randomization_tolerance(p: float) -> float:
+    """Five standard errors of a two-sided p from CODE_RESAMPLES sign-flip resamples
+    (each tail estimated, then doubled), plus the (count + 1)/(B + 1) correction."""
+    tail = min(max(p / 2, 1 / CODE_RESAMPLES), 0.5)
+    return 5 * 2 * math.sqrt(tail * (1 - tail) / CODE_RESAMPLES) + 2 / (CODE_RESAMPLES + 1)
+
+
+def bootstrap_by_hand(arrays, statistic, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """(resampled statistics, the two levels of the 95 % interval): a paired bootstrap,
+    queries resampled in pairs by a generator of its own; ``percentile`` levels 2.5 % and 97.5 %,
+    or ``BCa`` levels, with z0 from the observed value's mid-rank among the resamples
+    and the jackknife acceleration."""
+    arrays = [np.asarray(x, dtype=float) for x in arrays]
+    n = arrays[0].size
+    idx = np.random.default_rng(ORACLE_SEED).integers(0, n, size=(ORACLE_RESAMPLES, n))
+    boot = statistic(*(x[idx] for x in arrays))
+    levels = np.array([0.025, 0.975])
+    if method == "BCa":
+        theta = statistic(*(x[None, :] for x in arrays))[0]
+        below = (np.sum(boot < theta) + np.sum(boot <= theta)) / 2 / boot.size
+        z0 = NormalDist().inv_cdf(below)
+        keep = ~np.eye(n, dtype=bool)
+        jack = statistic(*(np.broadcast_to(x, (n, n))[keep].reshape(n, n - 1) for x in arrays))
+        u = jack.mean() - jack
+        acc = np.sum(u**3) / (6 * np.sum(u**2) ** 1.5)
+        z = [NormalDist().inv_cdf(q) for q in levels]
+        levels = np.array([NormalDist().cdf(z0 + (z0 + zq) / (1 - acc * (z0 + zq))) for zq in z])
+    return boot, levels
 
 
 def mean_diff(x, y, axis=-1):
     return np.mean(x - y, axis=axis)
+
+
+#: How far (in probability) the code's interval ends may sit from the oracle's levels:
+#: about six standard errors of a 2.5 % quantile from 10,000 resamples. A 90 % interval
+#: (levels 5 % / 95 %) instead of 95 % is 2.5 points away.
+LEVEL_SLACK = 0.01
+
+
+def assert_interval_within_monte_carlo_error(got: dict, arrays, statistic) -> None:
+    """Each end of the code's interval lies between this file's bootstrap quantiles at
+    its level ± LEVEL_SLACK: Monte Carlo error, measured in rank, so that it holds on the
+    lattice that per-query values of 0 and 1 make as well as on smooth data."""
+    assert got["ci_method"] in ("BCa", "percentile")
+    boot, levels = bootstrap_by_hand(arrays, statistic, got["ci_method"])
+    for end, level in zip((got["ci_low"], got["ci_high"]), levels, strict=True):
+        lo, hi = np.percentile(
+            boot, [100 * max(level - LEVEL_SLACK, 0), 100 * min(level + LEVEL_SLACK, 1)]
+        )
+        assert lo - 1e-12 <= end <= hi + 1e-12, (got["ci_method"], level, end, lo, hi)
 
 
 # -- Holm -----------------------------------------------------------------------------------
@@ -68,29 +141,21 @@ def test_holm_matches_a_hand_calculation(raw, adjusted):
 # -- one measure: values against independent computations ----------------------------------
 
 
-def test_paired_comparison_agrees_with_scipy_and_the_formulas():
+def test_paired_comparison_agrees_with_independent_computations():
     rng = np.random.default_rng(7)
-    a = rng.random(25)
-    b = np.clip(a - 0.05 + rng.normal(0, 0.1, 25), 0, 1)
+    a = rng.random(18)
+    b = np.clip(a - 0.05 + rng.normal(0, 0.1, 18), 0, 1)
 
     got = comparison.paired_comparison(a, b, seed=SEED)
 
     d = a - b
-    perm = stats.permutation_test(
-        (a, b), mean_diff, permutation_type="samples", vectorized=True,
-        n_resamples=10_000, rng=SEED,
-    )  # fmt: skip
-    boot = stats.bootstrap(
-        (a, b), mean_diff, paired=True, vectorized=True, n_resamples=10_000, rng=SEED
-    )
     sd = float(np.std(d, ddof=1))
     t = d.mean() / (sd / math.sqrt(len(d)))
-    assert got["p"] == perm.pvalue
-    assert (got["ci_low"], got["ci_high"]) == (
-        boot.confidence_interval.low,
-        boot.confidence_interval.high,
-    )
-    assert got["ci_method"] == "BCa"
+    # 2^18 > 10,000: the code resamples; the exact p is 2^18 flips away.
+    exact = exact_sign_flip_p(a, b)
+    assert got["p_exact"] is False and got["p_resamples"] == CODE_RESAMPLES
+    assert got["p"] == pytest.approx(exact, abs=randomization_tolerance(exact))
+    assert_interval_within_monte_carlo_error(got, (a, b), mean_diff)
     assert got["t"] == pytest.approx(t, rel=1e-12)
     assert got["p_t"] == pytest.approx(2 * stats.t.sf(abs(t), len(d) - 1), rel=1e-9)
     assert got["d_z"] == pytest.approx(d.mean() / sd, rel=1e-12)
@@ -100,7 +165,39 @@ def test_paired_comparison_agrees_with_scipy_and_the_formulas():
         int((d == 0).sum()),
         int((d < 0).sum()),
     )
-    assert got["p_exact"] is False and got["p_resamples"] == 10_000
+
+
+def generated_pairs(n_cases: int):
+    """Paired per-query values like the engine's: ratios k/m with m <= 6 (ties, zeros and
+    float noise in their sums included), n from 1 to 13 (2^13 = 8,192 <= 10,000)."""
+    rng = np.random.default_rng(99)
+    for case in range(n_cases):
+        n = 1 + case % 13
+        m = rng.integers(1, 7, size=n)
+        a = rng.integers(0, m + 1) / m
+        b = np.where(rng.random(n) < 0.3, a, rng.integers(0, m + 1) / m)
+        yield case, a, b
+
+
+@pytest.mark.parametrize(("case", "a", "b"), list(generated_pairs(39)), ids=lambda v: "")
+def test_exact_randomization_p_equals_the_enumeration_of_every_sign_flip(case, a, b):
+    got = comparison.paired_comparison(a, b, seed=SEED)
+
+    assert got["p"] == pytest.approx(exact_sign_flip_p(a, b), abs=1e-12)
+    if not np.allclose(a, b, rtol=0, atol=comparison.TIE):
+        assert got["p_exact"] is True
+
+
+@pytest.mark.parametrize("n", [14, 16])
+def test_resampled_randomization_p_is_within_monte_carlo_error_of_the_exact_one(n):
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        a = rng.integers(0, 4, size=n) / 3
+        b = np.clip(a - rng.integers(-1, 3, size=n) / 3, 0, 1)
+        got = comparison.paired_comparison(a, b, seed=SEED)
+        exact = exact_sign_flip_p(a, b)
+        assert got["p_exact"] is False
+        assert got["p"] == pytest.approx(exact, abs=randomization_tolerance(exact)), (a, b)
 
 
 def test_small_samples_get_the_exact_sign_flip_test():
@@ -152,23 +249,18 @@ def test_no_pairs_and_one_pair():
 
 
 def test_pooled_difference_is_a_ratio_of_sums_with_a_paired_bootstrap():
-    ha, ga, hb, gb = [1, 1, 0, 2], [3, 1, 1, 2], [0, 1, 0, 1], [3, 1, 1, 2]
+    ha, ga = [1, 1, 0, 2, 3, 0, 1], [3, 1, 1, 2, 4, 2, 1]
+    hb, gb = [0, 1, 0, 1, 2, 1, 0], [3, 1, 1, 2, 4, 2, 1]
 
     got = comparison.pooled_difference(ha, ga, hb, gb, seed=SEED)
 
-    def statistic(ha, ga, hb, gb, axis=-1):
-        return ha.sum(axis=axis) / ga.sum(axis=axis) - hb.sum(axis=axis) / gb.sum(axis=axis)
+    def statistic(ha, ga, hb, gb):
+        return ha.sum(axis=-1) / ga.sum(axis=-1) - hb.sum(axis=-1) / gb.sum(axis=-1)
 
-    boot = stats.bootstrap(
-        tuple(np.asarray(v, dtype=float) for v in (ha, ga, hb, gb)),
-        statistic, paired=True, vectorized=True, n_resamples=10_000, rng=SEED,
-    )  # fmt: skip
-    assert got["pooled_a"] == pytest.approx(4 / 7) and got["pooled_b"] == pytest.approx(2 / 7)
-    assert got["diff"] == pytest.approx(2 / 7)
-    assert (got["ci_low"], got["ci_high"]) == (
-        boot.confidence_interval.low,
-        boot.confidence_interval.high,
-    )
+    # By hand: a = 8/14, b = 5/14.
+    assert got["pooled_a"] == pytest.approx(8 / 14) and got["pooled_b"] == pytest.approx(5 / 14)
+    assert got["diff"] == pytest.approx(3 / 14)
+    assert_interval_within_monte_carlo_error(got, (ha, ga, hb, gb), statistic)
 
 
 # -- two runs over the demo collection -------------------------------------------------------
@@ -227,27 +319,10 @@ def test_demo_comparison_agrees_with_an_independent_computation(score_demo, name
             if d[0] == 0:
                 assert entry["p"] == 1.0, m
             continue
-        perm = stats.permutation_test(
-            (va, vb), mean_diff, permutation_type="samples", vectorized=True,
-            n_resamples=10_000, rng=SEED,
-        )  # fmt: skip
-        assert entry["p"] == perm.pvalue, m
-        # BCa unless scipy cannot compute it (non-finite bounds); then percentile. Decided
-        # here from scipy's own output, not read back from the code under test.
-        boot = stats.bootstrap(
-            (va, vb), mean_diff, paired=True, vectorized=True, n_resamples=10_000, rng=SEED,
-            method="BCa",
-        )  # fmt: skip
-        method = "BCa"
-        if not np.isfinite([boot.confidence_interval.low, boot.confidence_interval.high]).all():
-            method = "percentile"
-            boot = stats.bootstrap(
-                (va, vb), mean_diff, paired=True, vectorized=True, n_resamples=10_000, rng=SEED,
-                method="percentile",
-            )  # fmt: skip
-        assert entry["ci_method"] == method, m
-        assert entry["ci_low"] == boot.confidence_interval.low, m
-        assert entry["ci_high"] == boot.confidence_interval.high, m
+        # 2^20 sign flips: the code resamples 10,000 of them; the oracle counts them all.
+        exact = exact_sign_flip_p(va, vb)
+        assert entry["p"] == pytest.approx(exact, abs=randomization_tolerance(exact)), m
+        assert_interval_within_monte_carlo_error(entry, (va, vb), mean_diff)
         sd = d.std(ddof=1)
         t = d.mean() / (sd / math.sqrt(len(d)))
         assert entry["t"] == pytest.approx(t, rel=1e-9, abs=1e-12), m

@@ -12,6 +12,7 @@ import re
 from html import unescape
 
 import pytest
+import pytrec_eval
 
 from judgments.models import Collection, Role
 from scoring import engine
@@ -19,10 +20,14 @@ from scoring.models import Evaluation, Run
 from scoring.reports import build_report, diagnose, outcome_kinds, report_csv
 from scoring.services import import_run, score_run_stage
 from tests.scoring.report_helpers import (
+    DEMO_BUNDLE,
     RECALL_EXAMPLE,
     THREE_STAGE_OUTCOMES,
     THREE_STAGE_RECALL_AT_2,
     THREE_STAGES,
+    demo_runs,
+    import_and_score,
+    load_demo_collection,
     member,
     three_stage_run,
 )
@@ -204,6 +209,53 @@ def test_bounds_policy_shows_the_interval(client, example):
     assert row_html(html, "data-measure", "R@2").endswith("[44.44%, 61.11%] [40.00%, 50.00%]")
     assert row_html(html, "data-measure", "Judged@2").endswith("83.33% —")
     assert "each label-dependent number is an interval" in html
+
+
+def test_report_numbers_agree_with_pytrec_eval_on_the_demo(db, tmp_path):
+    """Oracle: trec_eval (pytrec_eval) on the demo bundle's own judgments and the run
+    file, over the queries the bundle marks ``relevant`` (20); graded scale, threshold 2.
+    The report's per-query values, macro averages and CSV must carry its numbers."""
+    collection, _ = load_demo_collection()
+    run_file = demo_runs(tmp_path, names=("fulltext",))["fulltext"]
+    import_and_score(collection, run_file, "fulltext", "--k", "5,10", "--snapshot", 1)
+    evaluation = Evaluation.objects.get(collection=collection)
+
+    report = build_report(evaluation)
+    text = report_csv(report)
+
+    qrels, relevant = {}, []
+    for line in DEMO_BUNDLE.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["type"] == "judgment":
+            qrels.setdefault(rec["query"], {})[rec["item"]] = rec["grade"]
+        elif rec["type"] == "query" and rec.get("status") == "relevant":
+            relevant.append(rec["id"])
+    trec_run = {}
+    for line in run_file.read_text().splitlines():
+        q, _, d, _, score, _ = line.split()
+        trec_run.setdefault(q, {})[d] = float(score)
+    names = {"R@5": "recall_5", "R@10": "recall_10", "P@10": "P_10", "nDCG@10": "ndcg_cut_10",
+             "AnyHit@5": "success_5", "RR": "recip_rank", "AP": "map", "Rprec": "Rprec",
+             "bpref": "bpref"}  # fmt: skip
+    oracle = pytrec_eval.RelevanceEvaluator(
+        {q: qrels[q] for q in relevant}, set(names.values()), relevance_level=2
+    ).evaluate({q: trec_run[q] for q in relevant})
+    assert len(relevant) == 20 == report["accounting"]["scorable"]
+    csv_macro = {
+        r["measure"]: float(r["value"])
+        for r in csv_rows(text)
+        if r["section"] == "aggregate" and r["statistic"] == "macro"
+    }
+    for ours, trec in names.items():
+        per_query = {q: report["per_query"][q][ours] for q in relevant}
+        assert per_query == pytest.approx({q: oracle[q][trec] for q in relevant}, abs=1e-9), ours
+        mean = sum(oracle[q][trec] for q in relevant) / len(relevant)
+        assert report["aggregates"][ours]["macro"] == pytest.approx(mean, abs=1e-12), ours
+        assert csv_macro[ours] == pytest.approx(mean, abs=1e-9), ours
+    # Pooled recall: Σ hits / Σ |G| with |G| counted from the bundle (grade >= 2).
+    sizes = {q: sum(1 for g in qrels[q].values() if g >= 2) for q in relevant}
+    hits = sum(oracle[q]["recall_10"] * sizes[q] for q in relevant)
+    assert report["aggregates"]["R@10"]["pooled"] == pytest.approx(hits / sum(sizes.values()))
 
 
 # -- accounting and abstention -----------------------------------------------------------------
