@@ -43,7 +43,7 @@ def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # a guard against a hang, not a speed limit: a busy machine is slow
         check=False,
     )
 
