@@ -310,29 +310,26 @@ def test_trec_format_prints_undefined(tmp_path: Path) -> None:
 
 
 HELP = """
-usage: python -m scoring [-h] [--k K] [--measures MEASURES] [--rel-level REL_LEVEL]
-[--unjudged {nonrel,judged-only,bounds}] [--dedup {error,first}] [--order {score,rank}]
-[--statuses STATUSES] [--mapping MAPPING] [--stage STAGE] [--format {table,json,trec}] qrels run
-Score a retrieval run against qrels (trec_eval-compatible measures, Verity's recall accounting).
-Needs no database.
-positional arguments:
-qrels TREC qrels: 'qid 0 docid grade' per line
-run TREC run 'qid Q0 docid rank score tag' or JSON Lines run
-options:
--h, --help show this help message and exit
---k K cutoffs, e.g. 5,10,100
---measures MEASURES comma-separated: R, Ceiling, AnyHit, AllHit, P, nDCG, Judged, Evidence
-(over --k, or 'nDCG@10'), RR, AP, Rprec, bpref; trec_eval names accepted
-(recall_100, ndcg_cut_10, map, ...). Default: all
---rel-level REL_LEVEL lowest grade counted as relevant (trec_eval -l); default 1
---unjudged {nonrel,judged-only,bounds} unjudged items: non-relevant (default, trec_eval), removed
-(judged-only, trec_eval -J), or both labelings as an interval (bounds)
---dedup {error,first} duplicate ids in a query's ranking: error (default) or keep first
---order {score,rank} TREC runs: score (trec_eval's order, default) or the rank column
---statuses STATUSES JSON Lines review statuses (and evidence conditions)
---mapping MAPPING unit map, 'fine<TAB>coarse' per line
---stage STAGE stage of a multi-stage JSON Lines run
---format {table,json,trec}
+usage: verity-eval [-h] [--k K] [--measures MEASURES] [-l REL_LEVEL] [--unjudged
+{nonrel,judged-only,bounds}] [-J] [--dedup {error,first}] [--order {score,rank}] [--statuses
+STATUSES] [--mapping MAPPING] [--stage STAGE] [--format {table,json,trec,trec_eval}] [-q] qrels
+run Score a retrieval run against qrels (trec_eval-compatible measures, Verity's recall
+accounting). Needs no database. positional arguments: qrels TREC qrels: 'qid 0 docid grade' per
+line run TREC run 'qid Q0 docid rank score tag' or JSON Lines run options: -h, --help show this
+help message and exit --k K cutoffs, e.g. 5,10,100 --measures MEASURES comma-separated: R,
+Ceiling, AnyHit, AllHit, P, nDCG, Judged, Evidence (over --k, or 'nDCG@10'), RR, AP, Rprec,
+bpref; trec_eval names accepted (recall_100, ndcg_cut_10, map, ...). Default: all -l REL_LEVEL,
+--rel-level REL_LEVEL lowest grade counted as relevant (as trec_eval -l); default 1 --unjudged
+{nonrel,judged-only,bounds} unjudged items: non-relevant (default, trec_eval), removed
+(judged-only, trec_eval -J), or both labelings as an interval (bounds) -J the same as
+--unjudged judged-only (trec_eval -J) --dedup {error,first} duplicate ids in a query's ranking:
+error (default) or keep first --order {score,rank} TREC runs: score (trec_eval's order,
+default) or the rank column --statuses STATUSES JSON Lines review statuses (and evidence
+conditions) --mapping MAPPING unit map, 'fine<TAB>coarse' per line --stage STAGE stage of a
+multi-stage JSON Lines run --format {table,json,trec,trec_eval} table (default); json; trec:
+Verity's measures as measure<TAB>qid<TAB>value; trec_eval: the measures trec_eval has, in its
+exact layout and names -q with --format trec_eval: each query's lines before the 'all' lines
+(trec_eval -q)
 """
 
 
@@ -349,7 +346,7 @@ def test_help_documents_every_option() -> None:
         (["--k", "5,x"], "--k must be comma-separated positive integers, e.g. 5,10,100; got '5,x'"),
         (["--k", "5,-1"], "--k values must be positive integers; got '5,-1'"),
         (["--k", ","], "--k values must be positive integers; got ','"),
-        (["--rel-level", "two"], "argument --rel-level: invalid int value: 'two'"),
+        (["--rel-level", "two"], "argument -l/--rel-level: invalid int value: 'two'"),
         (["--format", "csv"], "argument --format: invalid choice: 'csv'"),
         (["--order", "list"], "argument --order: invalid choice: 'list'"),
         (["--dedup", "last"], "argument --dedup: invalid choice: 'last'"),

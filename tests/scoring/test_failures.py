@@ -19,7 +19,7 @@ from tests.failures import assert_all_or_nothing
 
 from .conftest import RECALL_EXAMPLE
 
-run_service = importlib.import_module("scoring.services")
+run_service = importlib.import_module("scoring.services.runs")
 
 
 @pytest.mark.parametrize(
