@@ -11,6 +11,14 @@ urlpatterns = [
     path("c/<slug:slug>/review/judge/", views.review_judge, name="review-judge"),
     path("c/<slug:slug>/review/skip/", views.review_skip, name="review-skip"),
     path("c/<slug:slug>/review/undo/", views.review_undo, name="review-undo"),
+    path("c/<slug:slug>/snapshots/", views.snapshot_list, name="snapshots"),
+    path("c/<slug:slug>/snapshots/freeze/", views.snapshot_freeze, name="snapshot-freeze"),
+    path("c/<slug:slug>/snapshots/diff/", views.snapshot_diff_pick, name="snapshot-diff-pick"),
+    path(
+        "c/<slug:slug>/snapshots/<int:a>/diff/<int:b>/",
+        views.snapshot_diff,
+        name="snapshot-diff",
+    ),
     # Query ids are opaque and may hold "/": the path converter takes them whole.
     path("c/<slug:slug>/q/<path:external_id>/", views.query_detail, name="query"),
 ]

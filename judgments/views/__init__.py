@@ -11,6 +11,7 @@ from .collections import collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
 from .review_queue import ReviewSession, review, review_judge, review_skip, review_undo
+from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snapshot_list
 
 __all__ = [
     "ReviewSession",
@@ -22,5 +23,9 @@ __all__ = [
     "review_judge",
     "review_skip",
     "review_undo",
+    "snapshot_diff",
+    "snapshot_diff_pick",
+    "snapshot_freeze",
+    "snapshot_list",
     "wants_json",
 ]
