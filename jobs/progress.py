@@ -16,8 +16,10 @@ know who watches.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache import caches
@@ -165,3 +167,23 @@ def command_progress(command: Any, *, quiet: bool = False) -> Progress:
     if quiet:
         return Progress()
     return TerminalProgress.for_stream(_Unterminated(command.stderr))
+
+
+_COUNTED = re.compile(r"^(?P<what>.+): (?P<done>\d+)/(?P<total>\d+)$")
+
+
+def from_lines(progress: Progress, prefix: str = "storing ") -> Callable[[str], None]:
+    """A callback for services that report progress as lines ("judgments: 5000/9260"):
+    each new name starts a phase of ``progress``; the counts advance it."""
+    current = [""]
+
+    def line(text: str) -> None:
+        m = _COUNTED.match(text.strip())
+        if m is None:
+            return
+        if m["what"] != current[0]:
+            current[0] = m["what"]
+            progress.phase(f"{prefix}{m['what']}", int(m["total"]))
+        progress.advance(int(m["done"]) - progress.done)
+
+    return line

@@ -7,7 +7,6 @@ Task code uses Django's Tasks API only; which queue carries it is the settings' 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.db import transaction
@@ -16,7 +15,7 @@ from django_tasks import task
 
 from jobs.files import input_path, writing_output
 from jobs.models import Job, JobKind
-from jobs.progress import JobProgress, Progress
+from jobs.progress import JobProgress, from_lines
 from jobs.runner import complete, run_job
 from jobs.services import JobFailed, create_job
 
@@ -116,25 +115,6 @@ def start_collection_import(
     )
 
 
-_COUNTED = re.compile(r"^(?P<what>.+): (?P<done>\d+)/(?P<total>\d+)$")
-
-
-def _progress_lines(progress: Progress) -> Any:
-    """The import's progress lines ("judgments: 5000/9260") as phases of ``progress``."""
-    current: list[str] = [""]
-
-    def line(text: str) -> None:
-        m = _COUNTED.match(text.strip())
-        if m is None:
-            return
-        if m["what"] != current[0]:
-            current[0] = m["what"]
-            progress.phase(f"storing {m['what']}", int(m["total"]))
-        progress.advance(int(m["done"]) - progress.done)
-
-    return line
-
-
 def _import_collection(job: Job, progress: JobProgress) -> None:
     collection = Collection.objects.get(pk=job.collection_id)
     with input_path(job) as path:
@@ -155,7 +135,7 @@ def _import_collection(job: Job, progress: JobProgress) -> None:
                     create_missing_items=bool(job.params.get("create_missing_items")),
                     set_status=bool(job.params.get("set_status")),
                     by=job.created_by,
-                    progress=_progress_lines(progress),
+                    progress=from_lines(progress),
                 )
                 complete(
                     job,

@@ -191,8 +191,7 @@ def _pool_unjudged(
     report: RunImportReport,
     progress: Progress,
 ) -> None:
-    n_queries = sum(len({q for q, _, _ in pool}) for pool in pooled.values())
-    progress.phase("pooling unjudged items", n_queries)
+    progress.phase("pooling: finding the pooled items")
     wanted = {item for pool in pooled.values() for _, item, _ in pool}
     item_pks: dict[str, int] = {}
     for chunk in _chunks(sorted(wanted), 5000):
@@ -213,6 +212,8 @@ def _pool_unjudged(
     for qids in _chunks(sorted({q for q, _ in distinct}), 500):
         judged.update(Judgment.objects.filter(query_id__in=qids).values_list("query_id", "item_id"))
     report.unjudged_found = len(distinct - judged)
+    n_queries = sum(len({q for q, _, _ in pool}) for pool in pooled.values())
+    progress.phase("pooling unjudged items", n_queries)
     for stage_name, pool in pooled.items():
         label = f"run {run.name}" if stage_name == "default" else f"run {run.name} / {stage_name}"
         by_query: dict[str, list[tuple[int, int, int]]] = {}

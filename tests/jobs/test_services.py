@@ -13,7 +13,14 @@ from django.utils import timezone
 
 from jobs.files import store_input
 from jobs.models import Job, JobKind, JobState
-from jobs.progress import JobProgress, Progress, TerminalProgress, progress_key, read_progress
+from jobs.progress import (
+    JobProgress,
+    Progress,
+    TerminalProgress,
+    from_lines,
+    progress_key,
+    read_progress,
+)
 from jobs.runner import run_job
 from jobs.selectors import job_status
 from jobs.services import (
@@ -226,4 +233,21 @@ def test_terminal_progress_redraws_one_line_per_phase():
         f"\rstoring [{'#' * 6}{' ' * 19}]  25% (1/4)"
         f"\rstoring [{'#' * 12}{' ' * 13}]  50% (2/4)"
         f"\rstoring [{'#' * 25}] 100% (4/4)\n"
+    )
+
+
+def test_progress_lines_of_an_import_become_phases():
+    out = Terminal()
+    line = from_lines(TerminalProgress(out))
+
+    for text in ("items: 2/4", "items: 4/4", "judgments: 3/3", "a line that is no count"):
+        line(text)
+
+    full = "#" * 25
+    assert out.getvalue() == (
+        f"\rstoring items [{' ' * 25}]   0% (0/4)"
+        f"\rstoring items [{'#' * 12}{' ' * 13}]  50% (2/4)"
+        f"\rstoring items [{full}] 100% (4/4)\n"
+        f"\rstoring judgments [{' ' * 25}]   0% (0/3)"
+        f"\rstoring judgments [{full}] 100% (3/3)\n"
     )

@@ -64,6 +64,7 @@ def test_import_run_draws_a_bar_per_phase_on_a_terminal(recall_v1) -> None:
         "reading run.trec …\n"
         f"\rstoring ranked lists [{empty}]   0% (0/8)"
         f"\rstoring ranked lists [{full}] 100% (8/8)\n"
+        "pooling: finding the pooled items …\n"
         f"\rpooling unjudged items [{empty}]   0% (0/3)"
         f"\rpooling unjudged items [{full}] 100% (3/3)\n"
     )
