@@ -27,7 +27,13 @@ from . import engine
 from .models import Evaluation, Run, RunStage, UnitMapping
 from .reports import diagnosis_params, stored_stage_evaluations
 from .selectors import ScoringInputs
-from .services import RunImportError, import_run, score_run_stage, snapshot_inputs
+from .services import (
+    RunImportError,
+    canonical_params,
+    import_run,
+    score_run_stage,
+    snapshot_inputs,
+)
 
 # -- run import -----------------------------------------------------------------------------
 
@@ -123,15 +129,6 @@ def import_run_task(job_id: int) -> dict[str, Any]:
 # -- scoring --------------------------------------------------------------------------------
 
 
-def _params_of(params: engine.EvalParams) -> dict[str, Any]:
-    return {
-        "ks": list(params.ks),
-        "measures": list(params.measures) if params.measures else None,
-        "rel_level": params.rel_level,
-        "unjudged": params.unjudged,
-    }
-
-
 def start_scoring(*, inputs: ScoringInputs, by: Any = None) -> Job:
     """Queue the scoring of one run stage against one snapshot."""
     run, stage, snapshot = inputs.run, inputs.stage, inputs.snapshot
@@ -147,7 +144,7 @@ def start_scoring(*, inputs: ScoringInputs, by: Any = None) -> Job:
             "stage": stage.pk,
             "snapshot": snapshot.pk,
             "mapping": inputs.mapping.pk if inputs.mapping else None,
-            **_params_of(inputs.params),
+            **canonical_params(inputs.params),
         },
     )
 

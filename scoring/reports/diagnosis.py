@@ -24,7 +24,7 @@ from scoring.selectors import (
     stages_in_order,
     stored_evaluation,
 )
-from scoring.services import SnapshotInputs, StageLists, snapshot_inputs
+from scoring.services import SnapshotInputs, StageLists, canonical_params, snapshot_inputs
 
 #: Readable names for a loss, by the name of the stage the item failed to reach.
 LOSS_GLOSS = {
@@ -299,12 +299,7 @@ def stored_stage_evaluations(
 ) -> list[Evaluation | None]:
     """Each stage's stored evaluation at a diagnosis's parameters (every measure), or
     ``None`` where there is none yet."""
-    canonical = {
-        "ks": list(params.ks),
-        "measures": None,
-        "rel_level": params.rel_level,
-        "unjudged": params.unjudged,
-    }
+    canonical = {**canonical_params(params), "measures": None}
     return [
         stored_evaluation(
             stage=stage, snapshot=snapshot, mapping=mapping, canonical_params=canonical

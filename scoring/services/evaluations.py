@@ -42,7 +42,8 @@ def snapshot_inputs(snapshot: Snapshot) -> SnapshotInputs:
     return qrels, statuses, evidence
 
 
-def _canonical_params(params: engine.EvalParams) -> dict[str, Any]:
+def canonical_params(params: engine.EvalParams) -> dict[str, Any]:
+    """The parameters that fix an evaluation's meaning, as stored in ``params``."""
     return {
         "ks": list(params.ks),
         "measures": list(params.measures) if params.measures else None,
@@ -104,7 +105,7 @@ def score_run_stage(
     for other, what in ((snapshot, "snapshot"), (mapping, "unit mapping")):
         if other is not None and other.collection_id != run.collection_id:
             raise InvariantError(f"that {what} belongs to another collection than the run")
-    canonical = _canonical_params(params)
+    canonical = canonical_params(params)
     fingerprint = _fingerprint(stage=stage, snapshot=snapshot, mapping=mapping, params=canonical)
     existing = Evaluation.objects.filter(fingerprint=fingerprint).first()
     if existing is not None:
