@@ -20,9 +20,13 @@ $(VENV)/.stamp-dev: requirements.txt requirements-dev.txt pyproject.toml
 
 venv: $(VENV)/.stamp-dev
 
+# The web server and a worker for the background jobs (imports, freezes, scoring); Ctrl-C
+# stops both (the trap also stops the worker when the server exits on its own).
 run: venv
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py load_demo
+	@trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
+	$(PY) manage.py jobs_worker & worker=$$!; \
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 lint: venv

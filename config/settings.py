@@ -54,6 +54,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc as local static files: no CDN
     "axes",
+    "django_tasks",
+    "django_tasks_db",  # the embedded job queue: a table in Verity's own database
+    "jobs",
     "judgments",
     "scoring",
 ]
@@ -156,6 +159,61 @@ STORAGES = {
 VERITY_MAX_UPLOAD_BYTES = int(os.environ.get("VERITY_MAX_UPLOAD_BYTES", str(2 * 1024**3)))
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
 FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
+
+# -- background jobs ---------------------------------------------------------------------------
+# Long work (run imports, freezes, scoring, diagnosis, exports) runs as a job outside the
+# request, through Django's Tasks API (django-tasks): task code never names a queue, these
+# settings choose it. "database" (the default) keeps the queue in Verity's own database
+# (django-tasks-db; workers: `manage.py jobs_worker`, SQLite or PostgreSQL). "rq" puts the
+# same tasks on RQ over Redis (VERITY_REDIS_URL), for any number of workers on any number
+# of machines. docs/DEPLOY.md shows both.
+VERITY_JOBS_BACKEND = os.environ.get("VERITY_JOBS_BACKEND", "database").strip().lower()
+VERITY_REDIS_URL = os.environ.get("VERITY_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Seconds a job may run before RQ stops it (the database worker has no limit).
+VERITY_JOB_TIMEOUT = int(os.environ.get("VERITY_JOB_TIMEOUT", "14400"))
+if VERITY_JOBS_BACKEND == "database":
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+elif VERITY_JOBS_BACKEND == "rq":
+    TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+else:
+    raise ImproperlyConfigured(
+        f"VERITY_JOBS_BACKEND={VERITY_JOBS_BACKEND!r}: use 'database' (the default) or 'rq'"
+    )
+RQ_QUEUES = {"default": {"URL": VERITY_REDIS_URL, "DEFAULT_TIMEOUT": VERITY_JOB_TIMEOUT}}
+# RQ workers must run django-tasks-rq's job class (it calls the task, not the function).
+RQ = {"JOB_CLASS": "django_tasks_rq.backend.Job"}
+if VERITY_JOBS_BACKEND == "rq":
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("jobs"), "django_rq")  # its rqworker command
+# A job's uploaded input and its output files, and its progress (the cache below), live
+# here. Several worker machines on the database backend share this folder (NFS or the
+# like); on RQ the progress goes to Redis instead.
+VERITY_JOB_DIR = Path(os.environ.get("VERITY_JOB_DIR", VAR_DIR / "jobs"))
+# Progress and heartbeats are written outside the database on purpose: an import runs in
+# one all-or-nothing transaction, and on SQLite (one writer) any other write would wait
+# for it to end. A file per job (or a Redis key) is visible at once, on either database.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "jobs": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": VERITY_REDIS_URL}
+        if VERITY_JOBS_BACKEND == "rq"
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VERITY_JOB_DIR / "progress"),
+        }
+    ),
+}
+STORAGES["jobs"] = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": str(VERITY_JOB_DIR / "files")},
+}
+# A running job writes a heartbeat this often; one silent for VERITY_JOB_STALE_SECONDS is
+# taken for dead (its worker was killed or its machine stopped) and marked failed.
+VERITY_JOB_HEARTBEAT_SECONDS = float(os.environ.get("VERITY_JOB_HEARTBEAT_SECONDS", "5"))
+VERITY_JOB_STALE_SECONDS = float(os.environ.get("VERITY_JOB_STALE_SECONDS", "60"))
+# API requests at most this big are done in the request (201/200) unless the client sends
+# "Prefer: respond-async"; bigger ones become a job (202 Accepted + Location).
+VERITY_INLINE_MAX_BYTES = int(os.environ.get("VERITY_INLINE_MAX_BYTES", str(2 * 1024**2)))
+VERITY_INLINE_MAX_ROWS = int(os.environ.get("VERITY_INLINE_MAX_ROWS", "200000"))
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

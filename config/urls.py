@@ -23,9 +23,11 @@ urlpatterns = [
     path("api/", include("judgments.api.urls")),
     path("api/", include("scoring.api.urls")),
     path("api/", include("scoring.api.reports")),
+    path("api/", include("jobs.api")),
     re_path(r"^api/", api_not_found),  # JSON 404 for any other /api/ URL, DEBUG or not
     path("", include("judgments.urls")),
     path("", include("scoring.urls")),
+    path("", include("jobs.urls")),
 ]
 
 handler404 = "judgments.api.errors.page_not_found"

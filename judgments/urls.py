@@ -13,6 +13,14 @@ urlpatterns = [
     path("c/<slug:slug>/review/undo/", views.review_undo, name="review-undo"),
     path("c/<slug:slug>/review/status/", views.review_settle, name="review-settle"),
     path("c/<slug:slug>/status/", views.bulk_status, name="bulk-status"),
+    path("c/<slug:slug>/snapshots/", views.snapshot_list, name="snapshots"),
+    path("c/<slug:slug>/snapshots/freeze/", views.snapshot_freeze, name="snapshot-freeze"),
+    path("c/<slug:slug>/snapshots/diff/", views.snapshot_diff_pick, name="snapshot-diff-pick"),
+    path(
+        "c/<slug:slug>/snapshots/<int:a>/diff/<int:b>/",
+        views.snapshot_diff,
+        name="snapshot-diff",
+    ),
     # Query ids are opaque and may hold "/": the path converter takes them whole.
     path("c/<slug:slug>/q/<path:external_id>/", views.query_detail, name="query"),
 ]

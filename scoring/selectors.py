@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, QuerySet
 
 from judgments.models import Collection, Query, Snapshot
+from judgments.selectors import snapshot_of
 
 from . import engine
 from .models import Evaluation, RankedList, Run, RunStage, UnitMapping
@@ -178,3 +180,75 @@ def stored_evaluation(
         if all(params.get(key) == value for key, value in canonical_params.items()):
             return evaluation
     return None
+
+
+# -- what a scoring request names -----------------------------------------------------------
+
+
+@dataclass
+class ScoringInputs:
+    """What one scoring needs, resolved and checked: the run, its stage, the snapshot,
+    the unit mapping and the engine's parameters."""
+
+    run: Run
+    stage: RunStage
+    snapshot: Snapshot
+    mapping: UnitMapping | None
+    params: engine.EvalParams
+
+
+class ScoringInputError(Exception):
+    """The request names something the collection lacks, or parameters the engine
+    refuses; ``problems`` maps each field to what is wrong (``None``: the request)."""
+
+    def __init__(self, problems: dict[str | None, str]) -> None:
+        super().__init__("; ".join(problems.values()))
+        self.problems = problems
+
+
+def scoring_inputs(
+    collection: Collection,
+    *,
+    run: str,
+    stage: str | None,
+    snapshot: int | None,
+    ks: Sequence[int],
+    measures: Sequence[str] | None = None,
+    rel_level: int | None = None,
+    unjudged: str = "nonrel",
+    mapping: int | None = None,
+) -> ScoringInputs:
+    """Resolve a scoring request (the form's, the API's) or raise ``ScoringInputError``
+    listing every problem at once. ``snapshot`` None is the latest."""
+    problems: dict[str | None, str] = {}
+    found_run = found_stage = found_snapshot = found_mapping = None
+    try:
+        found_run = run_by_name(collection, run)
+        found_stage = stage_of(found_run, stage or None)
+    except Run.DoesNotExist as exc:
+        problems["run"] = str(exc)
+    except RunStage.DoesNotExist as exc:
+        problems["stage"] = str(exc)
+    try:
+        found_snapshot = snapshot_of(collection, snapshot)
+    except Snapshot.DoesNotExist as exc:
+        problems["snapshot"] = str(exc)
+    if mapping is not None:
+        found_mapping = UnitMapping.objects.filter(collection=collection, number=mapping).first()
+        if found_mapping is None:
+            problems["mapping"] = f"collection '{collection.slug}' has no unit mapping v{mapping}"
+    params = None
+    if found_snapshot is not None:
+        try:
+            params = engine.EvalParams(
+                ks=tuple(ks),
+                measures=tuple(measures) if measures else None,
+                rel_level=rel_level or found_snapshot.relevant_grade,
+                unjudged=unjudged,
+            )
+        except engine.EngineError as exc:
+            problems[None] = str(exc)
+    if problems:
+        raise ScoringInputError(problems)
+    assert found_run and found_stage and found_snapshot and params
+    return ScoringInputs(found_run, found_stage, found_snapshot, found_mapping, params)

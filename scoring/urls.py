@@ -11,7 +11,17 @@ app_name = "scoring"
 
 urlpatterns = [
     path("c/<slug:slug>/evaluations/", views.evaluation_list, name="evaluations"),
+    path("c/<slug:slug>/evaluations/new/", views.evaluation_new, name="evaluation-new"),
     path("c/<slug:slug>/evaluations/<int:pk>/", views.evaluation_detail, name="evaluation"),
+    path("c/<slug:slug>/runs/", views.run_list, name="runs"),
+    # Query ids are opaque and may hold "/": the path converter takes them whole.
+    path("c/<slug:slug>/runs/<slug:name>/q/<path:qid>/", views.ranked_list, name="ranked-list"),
     path("c/<slug:slug>/runs/<slug:name>/diagnosis/", views.run_diagnosis, name="diagnosis"),
+    path(
+        "c/<slug:slug>/runs/<slug:name>/diagnosis/score/",
+        views.diagnosis_score,
+        name="diagnosis-score",
+    ),
+    path("c/<slug:slug>/compare/score/", views.compare_score, name="compare-score"),
     path("c/<slug:slug>/compare/", views.compare, name="compare"),
 ]

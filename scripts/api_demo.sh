@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The API's acceptance flow, with curl only, against a throwaway server:
-#   an evaluator's token freezes v1 of recall-example, exports its qrels (byte-identical
-#   to manage.py export_qrels), uploads fixtures/recall-example/run.trec, scores it
-#   against v1 at k=2 and reads macro R@2 = 4/9 and pooled R@2 = 2/5; a reviewer's token
-#   is refused the upload (403); a stranger's gets 404 for the collection.
+# The API's acceptance flow, with curl only, against a throwaway server and jobs worker:
+#   an evaluator's token reads v1 of recall-example (the demo froze it), exports its qrels
+#   (byte-identical to manage.py export_qrels), uploads fixtures/recall-example/run.trec
+#   as a background job (202 + Location, polled until done), scores it against v1 at k=2
+#   and reads macro R@2 = 4/9 and pooled R@2 = 2/5; a reviewer's token is refused the
+#   upload (403); a stranger's gets 404 for the collection.
 #
 #   scripts/api_demo.sh     # PORT=8123 by default; a fresh VERITY_VAR_DIR, removed at the
 #                           # end (KEEP=1 keeps it, with the server log and the responses)
@@ -37,25 +38,27 @@ echo "tokens: evaluator ${EVALUATOR:0:6}…, reviewer ${REVIEWER:0:6}…, strang
 
 "$PY" manage.py runserver "127.0.0.1:$PORT" --noreload >"$WORK/server.log" 2>&1 &
 SERVER=$!
+"$PY" manage.py jobs_worker --interval 0.2 >"$WORK/worker.log" 2>&1 &
+WORKER=$!
 cleanup() {
-  kill "$SERVER" 2>/dev/null || true
-  wait "$SERVER" 2>/dev/null || true
+  kill "$SERVER" "$WORKER" 2>/dev/null || true
+  wait "$SERVER" "$WORKER" 2>/dev/null || true
   if [ -z "${KEEP:-}" ]; then rm -rf "$VERITY_VAR_DIR"; else echo "kept $VERITY_VAR_DIR"; fi
 }
 trap cleanup EXIT
-for _ in $(seq 50); do curl -fsS "$BASE/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+for _ in $(seq 300); do curl -fsS "$BASE/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 show "curl $BASE/healthz"
 curl -fsS "$BASE/healthz"; echo
 
 C="$BASE/api/collections/recall-example"
 AUTH=(-H "Authorization: Token $EVALUATOR")
 
-say "freeze v1 (evaluator)"
+say "freeze (evaluator): the demo froze v1 already, and nothing changed since"
 show "curl -X POST -H 'Authorization: Token …' -H 'Content-Type: application/json' -d '{\"note\": \"v1\"}' $C/snapshots/"
 code=$(curl -sS -o "$WORK/v1.json" -w '%{http_code}' -X POST "${AUTH[@]}" \
   -H 'Content-Type: application/json' -d '{"note": "v1"}' "$C/snapshots/")
 echo "HTTP $code: $(json '"v%d sha256:%s created=%s" % (d["number"], d["content_hash"], d["created"])' "$WORK/v1.json")"
-[ "$code" = 201 ]
+[ "$code" = 200 ]
 HASH=$(json 'd["content_hash"]' "$WORK/v1.json")
 
 say "export v1's qrels (streamed) and compare with manage.py export_qrels"
@@ -71,12 +74,24 @@ curl -fsS "${AUTH[@]}" "$C/snapshots/1/qrels?format=jsonl" -o "$WORK/v1.jsonl"
 echo "sha256 of ?format=jsonl: $(sha256sum "$WORK/v1.jsonl" | cut -d' ' -f1) (the snapshot's hash: $HASH)"
 [ "$(sha256sum "$WORK/v1.jsonl" | cut -d' ' -f1)" = "$HASH" ]
 
-say "upload fixtures/recall-example/run.trec (multipart)"
-show "curl -H 'Authorization: Token …' -F file=@fixtures/recall-example/run.trec -F name=example $C/runs/"
-code=$(curl -sS -o "$WORK/run.json" -w '%{http_code}' "${AUTH[@]}" \
-  -F file=@fixtures/recall-example/run.trec -F name=example "$C/runs/")
-echo "HTTP $code: $(json '"run %s, %s, stages %s, import %s" % (d["name"], d["source_filename"], [s["name"] for s in d["stages"]], d["import_report"])' "$WORK/run.json")"
-[ "$code" = 201 ]
+say "upload fixtures/recall-example/run.trec (multipart) as a background job"
+show "curl -D - -H 'Authorization: Token …' -H 'Prefer: respond-async' -F file=@fixtures/recall-example/run.trec -F name=example $C/runs/"
+code=$(curl -sS -D "$WORK/upload.headers" -o "$WORK/job.json" -w '%{http_code}' "${AUTH[@]}" \
+  -H 'Prefer: respond-async' -F file=@fixtures/recall-example/run.trec -F name=example "$C/runs/")
+LOCATION=$(grep -i '^location:' "$WORK/upload.headers" | tr -d '\r' | cut -d' ' -f2)
+echo "HTTP $code, Location: $LOCATION ($(json '"job %d, %s" % (d["id"], d["state"])' "$WORK/job.json"))"
+[ "$code" = 202 ]
+for _ in $(seq 300); do
+  curl -fsS "${AUTH[@]}" "$BASE$LOCATION" -o "$WORK/job.json"
+  state=$(json 'd["state"]' "$WORK/job.json")
+  [ "$state" = done ] || [ "$state" = failed ] && break
+  sleep 0.2
+done
+show "curl -H 'Authorization: Token …' $BASE$LOCATION"
+json '"job %d: %s (%s %s/%s); result: %s" % (d["id"], d["state"], d["phase"], d["done"], d["total"], d["result"]["api_url"])' "$WORK/job.json"
+[ "$state" = done ]
+curl -fsS "${AUTH[@]}" "$BASE$(json 'd["result"]["api_url"]' "$WORK/job.json")" -o "$WORK/run.json"
+echo "run $(json '"%s, %s, stages %s" % (d["name"], d["source_filename"], [s["name"] for s in d["stages"]])' "$WORK/run.json"); pooled: $(json 'd["result"]["import_report"]' "$WORK/job.json")"
 
 say "score it against v1 at k=2"
 show "curl -X POST -H 'Authorization: Token …' -H 'Content-Type: application/json' -d '{\"run\": \"example\", \"snapshot\": 1, \"ks\": [2]}' $C/evaluations/"

@@ -2,10 +2,10 @@
 
     .venv/bin/python scripts/golden_outputs.py OUTDIR
 
-Builds a throw-away SQLite database under OUTDIR (the demo, two TREC runs and a
-three-stage JSONL run for the handbook collection, the founding run for
-``recall-example``, one snapshot each, evaluations under every unjudged policy), then
-writes the OpenAPI schema and, for each evaluation, diagnosis and comparison, the JSON
+Builds a throw-away SQLite database under OUTDIR (the demo with its own runs and
+evaluations; two more TREC runs and a three-stage JSONL run, g-*, for the handbook; the
+founding run for ``recall-example``; one snapshot each, evaluations under every unjudged
+policy), then writes the OpenAPI schema and, for each evaluation, diagnosis and comparison, the JSON
 and CSV that the pages and the API answer. Times and database ids are masked, so two
 dumps of the same code compare equal byte for byte:
 
@@ -111,7 +111,8 @@ def main(out: Path) -> None:
     )
     runs = write_runs(work, qrels, items)
     for name, path in runs.items():
-        call_command("import_run", slug, str(path), name=name, quiet=True, stdout=quiet)
+        # Prefixed: the demo has runs named lexical and pipeline of its own.
+        call_command("import_run", slug, str(path), name=f"g-{name}", quiet=True, stdout=quiet)
     call_command(
         "import_run",
         "recall-example",
@@ -137,11 +138,11 @@ def main(out: Path) -> None:
     save("openapi.json", get("/api/schema/?format=json"))
 
     for s, run, stage in (
-        (slug, "lexical", None),
-        (slug, "dense", None),
-        (slug, "pipeline", "candidates"),
-        (slug, "pipeline", "reranked"),
-        (slug, "pipeline", "context"),
+        (slug, "g-lexical", None),
+        (slug, "g-dense", None),
+        (slug, "g-pipeline", "candidates"),
+        (slug, "g-pipeline", "reranked"),
+        (slug, "g-pipeline", "context"),
         ("recall-example", "founding", None),
     ):
         for policy in ("nonrel", "judged-only", "bounds"):
@@ -158,17 +159,19 @@ def main(out: Path) -> None:
         for fmt in ("json", "csv"):
             save(f"{label}.report.{fmt}", get(f"/c/{s}/evaluations/{evaluation.pk}/?format={fmt}"))
         save(f"{label}.api.json", get(f"/api/collections/{s}/evaluations/{evaluation.pk}/"))
-    for run in ("lexical", "dense", "pipeline"):
+    for run in ("g-lexical", "g-dense", "g-pipeline"):
         for fmt in ("json", "csv"):
             save(
                 f"diagnosis.{run}.{fmt}", get(f"/c/{slug}/runs/{run}/diagnosis/?format={fmt}&k=10")
             )
     ids = {
         (e.run.name, e.params["unjudged"]): e.pk
-        for e in Evaluation.objects.select_related("run").filter(run__name__in=("lexical", "dense"))
+        for e in Evaluation.objects.select_related("run").filter(
+            run__name__in=("g-lexical", "g-dense"), params__ks=[2, 5, 10]
+        )
     }
     for policy in ("nonrel", "bounds"):
-        a, b = ids[("lexical", policy)], ids[("dense", policy)]
+        a, b = ids[("g-lexical", policy)], ids[("g-dense", policy)]
         for fmt in ("json", "csv"):
             save(f"compare.{policy}.{fmt}", get(f"/c/{slug}/compare/?a={a}&b={b}&format={fmt}"))
     shutil.rmtree(work)

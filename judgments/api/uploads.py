@@ -22,6 +22,8 @@ from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
 from django.utils.text import get_valid_filename
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
 
 from .errors import PayloadTooLarge
 
@@ -102,3 +104,14 @@ def staged_upload(upload: UploadedFile) -> Iterator[Path]:
                 for chunk in upload.chunks():
                     dst.write(chunk)
         yield target
+
+
+class StreamedUploads:
+    """Upload views: multipart bodies, files streamed to disk with a size limit."""
+
+    parser_classes = [MultiPartParser]
+
+    def initialize_request(self, request: Any, *args: Any, **kwargs: Any) -> Request:
+        # Before DRF (or the CSRF check) reads the body: afterwards it is too late.
+        stream_uploads_to_disk(request)
+        return super().initialize_request(request, *args, **kwargs)  # type: ignore[misc]

@@ -88,6 +88,16 @@ urlpatterns = [
         views.SnapshotViewSet.as_view({"get": "diff"}),
         name="snapshot-diff",
     ),
+    path(
+        "collections/<slug:slug>/snapshots/<int:number>/exports/",
+        views.QrelsExportJobView.as_view(),
+        name="snapshot-exports",
+    ),
+    path(
+        "collections/<slug:slug>/imports/",
+        views.CollectionImportJobView.as_view(),
+        name="collection-imports",
+    ),
     # No trailing slash: it is a file.
     path(
         "collections/<slug:slug>/snapshots/<int:number>/qrels",

@@ -10,6 +10,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from jobs.progress import Progress
+
 from ..locks import lock_collection
 from ..models import (
     Collection,
@@ -62,7 +64,7 @@ def _copy_rows(sql: str, params: list[Any]) -> int:
 
 @transaction.atomic
 def freeze_snapshot(
-    *, collection: Collection, by: User | None, note: str = ""
+    *, collection: Collection, by: User | None, note: str = "", progress: Progress | None = None
 ) -> tuple[Snapshot, bool]:
     """Freeze the collection's labels as version n+1; return (snapshot, created).
 
@@ -71,17 +73,22 @@ def freeze_snapshot(
     computed from the canonical form in ``snapshots.py``. If the content equals the
     latest version's, nothing is created and that version is returned with ``False``.
     Rows are copied set-based (INSERT … SELECT), so a million judgments take seconds.
+    ``progress`` hears of the hashing (in lines) and of the copy.
     """
+    progress = progress or Progress()
     collection = lock_collection(collection.pk)
     counts = {b'["query"': 0, b'["judgment"': 0, b'["unjudged"': 0}
 
     def counted(lines: Iterator[bytes]) -> Iterator[bytes]:
-        for line in lines:
+        for seen, line in enumerate(lines, start=1):
             kind = line[: line.index(b",")]
             if kind in counts:
                 counts[kind] += 1
+            if seen % 20000 == 0:
+                progress.advance(20000)
             yield line
 
+    progress.phase("hashing the labels")
     digest = content_hash(counted(_live_canonical_lines(collection)))
     latest = Snapshot.objects.filter(collection=collection).order_by("-number").first()
     if latest is not None and latest.content_hash == digest:
@@ -99,6 +106,7 @@ def freeze_snapshot(
         n_unjudged=counts[b'["unjudged"'],
         created_by=by,
     )
+    progress.phase(f"copying {sum(counts.values())} rows into v{snapshot.number}")
     t = {
         m.__name__: m._meta.db_table
         for m in (

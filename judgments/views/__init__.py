@@ -19,6 +19,7 @@ from .review_queue import (
     review_skip,
     review_undo,
 )
+from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snapshot_list
 
 __all__ = [
     "ReviewScope",
@@ -33,5 +34,9 @@ __all__ = [
     "review_settle",
     "review_skip",
     "review_undo",
+    "snapshot_diff",
+    "snapshot_diff_pick",
+    "snapshot_freeze",
+    "snapshot_list",
     "wants_json",
 ]

@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from ..forms import SEARCH_MAX_LENGTH, EvidenceForm, GradeForm, StatusForm, format_evidence
@@ -128,6 +129,17 @@ def _query_url(collection: Collection, query: Query, anchor: str = "", *, search
     return f"{url}#{anchor}" if anchor else url
 
 
+def _back_to(request: HttpRequest, default: str) -> str:
+    """Where a saved grade returns: the page it was given on (a run's ranked list posts
+    its grades here with ``next``), if that is on this site; else ``default``."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default
+
+
 def _post_grade(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:
     form = GradeForm(request.POST)
     if not form.is_valid():
@@ -167,7 +179,7 @@ def _post_grade(request: HttpRequest, collection: Collection, query: Query) -> H
     messages.success(request, graded.message)
     if data["search"]:  # back to the search, on the hit just judged
         return redirect(_query_url(collection, query, f"hit-{item.pk}", search=data["search"]))
-    return redirect(_query_url(collection, query, f"item-{item.pk}"))
+    return redirect(_back_to(request, _query_url(collection, query, f"item-{item.pk}")))
 
 
 def _post_status(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:

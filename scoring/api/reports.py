@@ -18,13 +18,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs.api import JOB_ACCEPTED, job_accepted
 from judgments.api.errors import ApiError, ErrorSerializer
 from judgments.api.permissions import CollectionScoped
-from judgments.models import Snapshot
+from judgments.models import Role, Snapshot
 
 from .. import comparison, reports
 from ..models import Evaluation, Run
 from ..selectors import evaluation_in, run_by_name
+from ..tasks import missing_diagnosis_stages, start_diagnosis
 
 FORMAT = OpenApiParameter(
     "format",
@@ -115,34 +117,64 @@ class EvaluationReportApi(CollectionScoped, APIView):
         return Response(report)
 
 
+DIAGNOSIS_PARAMETERS = [
+    OpenApiParameter("snapshot", int, description="snapshot number (default: latest)"),
+    OpenApiParameter("k", int, description="cutoff (default: the last stage's depth)"),
+    OpenApiParameter("rel", int, description="threshold (default: the snapshot's)"),
+    OpenApiParameter(
+        "unjudged", str, enum=["nonrel", "judged-only", "bounds"], description="policy"
+    ),
+    OpenApiParameter("mapping", int, description="unit mapping version"),
+]
+
+
 class RunDiagnosisApi(CollectionScoped, APIView):
-    """Every stage of a run scored with identical parameters, and where each relevant
-    item was lost. An evaluator's request scores stages not scored yet (stored, as with
-    ``score``); a reviewer's uses what is stored and reports the rest as not scored."""
+    """Where each relevant item of a run was lost, with each stage's scores at the same
+    parameters. GET reads what is stored and never scores: a stage not scored at these
+    parameters shows ``evaluation: null``. POST (evaluator) scores those stages as a job."""
+
+    required_roles = {"POST": Role.EVALUATOR}
 
     @extend_schema(
         operation_id="run_diagnosis",
-        parameters=[
-            FORMAT,
-            OpenApiParameter("snapshot", int, description="snapshot number (default: latest)"),
-            OpenApiParameter("k", int, description="cutoff (default: the last stage's depth)"),
-            OpenApiParameter("rel", int, description="threshold (default: the snapshot's)"),
-            OpenApiParameter(
-                "unjudged", str, enum=["nonrel", "judged-only", "bounds"], description="policy"
-            ),
-            OpenApiParameter("mapping", int, description="unit mapping version"),
-        ],
+        parameters=[FORMAT, *DIAGNOSIS_PARAMETERS],
         responses={**JSON_OR_CSV, 400: BAD_REQUEST},
         summary="Stage diagnosis of a multi-stage run",
     )
     def get(self, request: Request, slug: str, name: str) -> Any:
         fmt = _format(request)
+        params = self._params(request, name)
+        diagnosis = reports.diagnosis_for(**params)
+        if fmt == "csv":
+            return _csv(reports.diagnosis_csv(diagnosis), f"{slug}-{name}-diagnosis")
+        return Response(diagnosis)
+
+    @extend_schema(
+        operation_id="run_diagnosis_score",
+        parameters=DIAGNOSIS_PARAMETERS,
+        request=None,
+        responses={
+            202: JOB_ACCEPTED,
+            200: OpenApiResponse(
+                description="Every stage is scored at these parameters already: nothing to do."
+            ),
+            400: BAD_REQUEST,
+        },
+        summary="Score the stages a diagnosis lacks (evaluator), as a job",
+    )
+    def post(self, request: Request, slug: str, name: str) -> Any:
+        params = self._params(request, name)
+        if not missing_diagnosis_stages(params):
+            return Response({"detail": "Every stage is scored at these parameters already."})
+        return job_accepted(start_diagnosis(params=params, by=request.user))
+
+    def _params(self, request: Request, name: str) -> dict[str, Any]:
         try:
             run = run_by_name(self.collection, name)
         except Run.DoesNotExist as exc:
             raise ApiError(404, str(exc)) from None
         try:
-            params = reports.diagnosis_params(
+            return reports.diagnosis_params(
                 run=run,
                 snapshot=_int(request, "snapshot"),
                 k=_int(request, "k", maximum=MAX_K),
@@ -152,12 +184,6 @@ class RunDiagnosisApi(CollectionScoped, APIView):
             )
         except (reports.DiagnosisError, Snapshot.DoesNotExist) as exc:
             raise ApiError(400, str(exc)) from None
-        diagnosis = reports.diagnosis_for(
-            **params, may_score=reports.may_score(request.user, self.collection), by=request.user
-        )
-        if fmt == "csv":
-            return _csv(reports.diagnosis_csv(diagnosis), f"{slug}-{name}-diagnosis")
-        return Response(diagnosis)
 
 
 class EvaluationCompareApi(CollectionScoped, APIView):

@@ -102,7 +102,7 @@ class RunImportSerializer(serializers.Serializer):
     )
 
     def get_unknown_ids(self, report: Any) -> str:
-        return str(report.unknown.describe(report.run.collection))
+        return str(report.unknown.describe(report.run.collection, depth=report.pool_depth))
 
 
 class RunUploadResultSerializer(RunSerializer):

@@ -2,6 +2,10 @@
 
 Uploads are multipart: the file streams to a temporary file on disk (never into memory),
 is handed to the service by path under its own name, and is removed afterwards.
+
+A run upload or a scoring bigger than ``VERITY_INLINE_MAX_BYTES`` / ``_ROWS`` (or any,
+with ``Prefer: respond-async``) becomes a background job: ``202 Accepted`` with
+``Location: /api/jobs/<id>/``. Smaller ones are done in the request (201/200).
 """
 
 from __future__ import annotations
@@ -9,24 +13,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from jobs.api import JOB_ACCEPTED, job_accepted, wants_async
 from judgments.api.errors import ApiError
 from judgments.api.permissions import CollectionScoped
-from judgments.api.uploads import staged_upload, stream_uploads_to_disk
+from judgments.api.uploads import StreamedUploads, staged_upload
 from judgments.api.views import NamedLookup, error
-from judgments.models import Role, Snapshot
-from judgments.selectors import snapshot_of
-from scoring import engine
-from scoring.models import Evaluation, EvaluationQuery, Run, RunStage, UnitMapping
-from scoring.selectors import evaluation_report, run_by_name, stage_of
+from judgments.models import Role
+from scoring.models import Evaluation, EvaluationQuery, Run, UnitMapping
+from scoring.selectors import ScoringInputError, evaluation_report, scoring_inputs
 from scoring.services import RunImportError, import_run, import_unit_mapping, score_run_stage
+from scoring.tasks import start_run_import, start_scoring
 
 from . import serializers as s
 
@@ -38,31 +42,11 @@ REFUSED_FILE = error(
 
 
 def refused_file(exc: RunImportError, path: Path) -> ApiError:
-    """The reader's errors as the client knows the file: by its own name (not the
-    temporary path), and with the form field where the command line says --dedup."""
-
-    def client_side(message: str) -> str:
-        return (
-            message.replace(str(path), path.name)
-            .replace("pass --dedup first", "send dedup=first")
-            .replace("pass --ignore-unknown-queries", "send ignore_unknown_queries=true")
-        )
-
-    messages = [client_side(m) for m in exc.errors] or [client_side(str(exc))]
+    """The reader's errors as the client knows the file (``as_client_sees_it``)."""
+    detail, messages = exc.as_client_sees_it(path)
     return ApiError(
-        400, client_side(str(exc)), errors=[{"field": "file", "message": m} for m in messages]
+        400, detail, errors=[{"field": "file", "message": m} for m in messages or [detail]]
     )
-
-
-class StreamedUploads:
-    """Upload views: multipart bodies, files streamed to disk with a size limit."""
-
-    parser_classes = [MultiPartParser]
-
-    def initialize_request(self, request: Any, *args: Any, **kwargs: Any) -> Request:
-        # Before DRF (or the CSRF check) reads the body: afterwards it is too late.
-        stream_uploads_to_disk(request)
-        return super().initialize_request(request, *args, **kwargs)  # type: ignore[misc]
 
 
 @extend_schema_view(
@@ -72,10 +56,14 @@ class StreamedUploads:
         summary="Upload a run file (evaluator), multipart.",
         description="The file is validated whole before anything is stored: a refused file "
         "answers 400 listing each problem as 'file line N: ...'. For every collection query, "
-        "the unjudged items within the pool depth become review tasks.",
+        "the unjudged items within the pool depth become review tasks. A file over "
+        "VERITY_INLINE_MAX_BYTES (2 MiB by default), or any with `Prefer: respond-async`, "
+        "is imported by a background job: 202 with `Location: /api/jobs/<id>/`; the job's "
+        "`errors` then list a refused file's lines, and its `result.api_url` names the run.",
         request=s.RunUploadInput,
         responses={
             201: s.RunUploadResultSerializer,
+            202: JOB_ACCEPTED,
             400: REFUSED_FILE,
             409: error("The collection has a run of that name already; runs never change."),
             413: TOO_LARGE,
@@ -118,6 +106,20 @@ class RunViewSet(
                 "never change, so upload this one under another name",
                 errors=[{"field": "name", "message": "taken"}],
             )
+        upload = v["file"]
+        if wants_async(request) or upload.size > settings.VERITY_INLINE_MAX_BYTES:
+            job = start_run_import(
+                collection=collection,
+                upload=upload,
+                filename=upload.name or "run",
+                name=v["name"],
+                description=v["description"],
+                order=v["order"],
+                dedup=v["dedup"],
+                ignore_unknown_queries=v["ignore_unknown_queries"],
+                by=request.user,
+            )
+            return job_accepted(job)
         try:
             with staged_upload(v["file"]) as path:
                 try:
@@ -218,11 +220,15 @@ def report_of(evaluation: Evaluation, slug: str, **extra: Any) -> dict[str, Any]
     create=extend_schema(
         summary="Score one stage of a run against a pinned snapshot (evaluator).",
         description="201 with the report; the same inputs scored before give 200 and the "
-        "stored evaluation (identical numbers). Per-query rows: `per_query_url`.",
+        "stored evaluation (identical numbers). Per-query rows: `per_query_url`. A stage "
+        "over VERITY_INLINE_MAX_ROWS lines (200,000 by default), or any with `Prefer: "
+        "respond-async`, is scored by a background job: 202 with `Location: "
+        "/api/jobs/<id>/`, whose `result.api_url` names the evaluation.",
         request=s.EvaluationCreateInput,
         responses={
             201: s.EvaluationCreatedSerializer,
             200: s.EvaluationCreatedSerializer,
+            202: JOB_ACCEPTED,
             409: error("The stored data refuses the scoring (the message says why)."),
         },
     ),
@@ -263,39 +269,37 @@ class EvaluationViewSet(
         data.is_valid(raise_exception=True)
         v = data.validated_data
         collection = self.collection
-        problems: dict[str, str] = {}
-        run = stage = snapshot = mapping = None
         try:
-            run = run_by_name(collection, v["run"])
-            stage = stage_of(run, v.get("stage"))
-        except Run.DoesNotExist as exc:
-            problems["run"] = str(exc)
-        except RunStage.DoesNotExist as exc:
-            problems["stage"] = str(exc).replace("--stage", "'stage'")
-        try:
-            snapshot = snapshot_of(collection, v["snapshot"])
-        except Snapshot.DoesNotExist as exc:
-            problems["snapshot"] = str(exc).replace(
-                "manage.py freeze_snapshot", f"POST /api/collections/{slug}/snapshots/"
-            )
-        if v.get("mapping") is not None:
-            mapping = UnitMapping.objects.filter(collection=collection, number=v["mapping"]).first()
-            if mapping is None:
-                problems["mapping"] = f"collection '{slug}' has no unit mapping v{v['mapping']}"
-        if problems:
-            raise serializers.ValidationError(problems)
-        assert run is not None and stage is not None and snapshot is not None
-        try:
-            params = engine.EvalParams(
-                ks=tuple(v["ks"]),
-                measures=tuple(v["measures"]) if v.get("measures") else None,
-                rel_level=v.get("rel_level") or snapshot.relevant_grade,
+            inputs = scoring_inputs(
+                collection,
+                run=v["run"],
+                stage=v.get("stage"),
+                snapshot=v["snapshot"],
+                ks=v["ks"],
+                measures=v.get("measures"),
+                rel_level=v.get("rel_level"),
                 unjudged=v["unjudged"],
+                mapping=v.get("mapping"),
             )
-        except engine.EngineError as exc:
-            raise serializers.ValidationError(str(exc)) from None
+        except ScoringInputError as exc:
+            problems = {
+                field: message.replace("--stage", "'stage'").replace(
+                    "manage.py freeze_snapshot", f"POST /api/collections/{slug}/snapshots/"
+                )
+                for field, message in exc.problems.items()
+            }
+            if None in problems:
+                raise serializers.ValidationError(problems.pop(None)) from None
+            raise serializers.ValidationError(problems) from None
+        if wants_async(request) or inputs.stage.n_rows > settings.VERITY_INLINE_MAX_ROWS:
+            return job_accepted(start_scoring(inputs=inputs, by=request.user))
         evaluation, created = score_run_stage(
-            run=run, stage=stage, snapshot=snapshot, params=params, mapping=mapping, by=request.user
+            run=inputs.run,
+            stage=inputs.stage,
+            snapshot=inputs.snapshot,
+            params=inputs.params,
+            mapping=inputs.mapping,
+            by=request.user,
         )
         evaluation = self.get_queryset().get(pk=evaluation.pk)
         body = s.EvaluationCreatedSerializer(report_of(evaluation, slug, created=created)).data

@@ -1,8 +1,8 @@
 """Reports built from stored evaluations: the evaluation report, stage diagnosis, paired
 comparison, and their CSV form.
 
-Everything here reads (through ``selectors``) and computes; the one write is
-``diagnosis_for`` scoring a stage through ``score_run_stage`` for a caller who may. The
+Everything here reads (through ``selectors``) and computes, and never writes: scoring
+the stages a diagnosis lacks is a job (``scoring.tasks.start_diagnosis``). The
 dicts returned are the JSON the API and ``manage.py score --json`` print; the HTML pages
 render the same dicts, so the browser, the API and the CLI cannot disagree. ``None``
 means undefined and is shown as "undefined", never as 0.
@@ -35,6 +35,7 @@ from scoring.reports.diagnosis import (
     diagnosis_for,
     diagnosis_params,
     outcome_kinds,
+    stored_stage_evaluations,
 )
 from scoring.reports.formatting import (
     MEASURE_NAMES,
@@ -92,5 +93,6 @@ __all__ = [
     "report_csv",
     "report_csv_rows",
     "sort_value",
+    "stored_stage_evaluations",
     "to_csv",
 ]

@@ -1,7 +1,7 @@
 """Stage diagnosis: for every relevant item of a multi-stage run, the last stage it reached
 (not retrieved, lost between two stages, or reached the last one), with each stage's
-scores at the same cutoff. The one write is ``diagnosis_for`` scoring a stage through
-``score_run_stage`` for a caller who may.
+scores at the same cutoff. Reads only: the stages' evaluations are the stored ones, and
+scoring the missing ones is a job (``scoring.tasks.start_diagnosis``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from scoring.selectors import (
     stages_in_order,
     stored_evaluation,
 )
-from scoring.services import SnapshotInputs, StageLists, score_run_stage, snapshot_inputs
+from scoring.services import SnapshotInputs, StageLists, canonical_params, snapshot_inputs
 
 #: Readable names for a loss, by the name of the stage the item failed to reach.
 LOSS_GLOSS = {
@@ -290,6 +290,24 @@ def diagnosis_params(
     }
 
 
+def stored_stage_evaluations(
+    *,
+    stages: Sequence[RunStage],
+    snapshot: Snapshot,
+    params: engine.EvalParams,
+    mapping: UnitMapping | None,
+) -> list[Evaluation | None]:
+    """Each stage's stored evaluation at a diagnosis's parameters (every measure), or
+    ``None`` where there is none yet."""
+    canonical = {**canonical_params(params), "measures": None}
+    return [
+        stored_evaluation(
+            stage=stage, snapshot=snapshot, mapping=mapping, canonical_params=canonical
+        )
+        for stage in stages
+    ]
+
+
 def diagnosis_for(
     *,
     run: Run,
@@ -298,43 +316,16 @@ def diagnosis_for(
     k: int,
     params: engine.EvalParams,
     mapping: UnitMapping | None,
-    may_score: bool,
-    by: Any = None,
 ) -> dict[str, Any]:
-    """Score every stage with identical parameters and diagnose the run.
-
-    Each stage goes through ``score_run_stage`` (idempotent: the same inputs return the
-    stored evaluation) when the caller ``may_score``; otherwise only evaluations stored
-    before are used, and a stage without one shows no scores (the item outcomes, which
-    need no scoring, are complete either way).
-    """
-    evaluations: list[Evaluation | None] = []
-    # Read once here, not once per stage scored and again for the diagnosis.
+    """Diagnose the run, with each stage's scores from its stored evaluation at exactly
+    these parameters; a stage without one shows no scores (the item outcomes, which need
+    no scoring, are complete either way). Never writes."""
+    # Read once here, not once per stage and again for the diagnosis.
     inputs = snapshot_inputs(snapshot)
     stage_lists = [stage_lists_of(stage) for stage in stages]
-    canonical = {
-        "ks": list(params.ks),
-        "measures": None,
-        "rel_level": params.rel_level,
-        "unjudged": params.unjudged,
-    }
-    for stage, lists in zip(stages, stage_lists, strict=True):
-        if may_score:
-            evaluation, _ = score_run_stage(
-                run=run,
-                stage=stage,
-                snapshot=snapshot,
-                params=params,
-                mapping=mapping,
-                by=by if getattr(by, "is_authenticated", False) else None,
-                inputs=inputs,
-                lists=lists,
-            )
-        else:
-            evaluation = stored_evaluation(
-                stage=stage, snapshot=snapshot, mapping=mapping, canonical_params=canonical
-            )
-        evaluations.append(evaluation)
+    evaluations = stored_stage_evaluations(
+        stages=stages, snapshot=snapshot, params=params, mapping=mapping
+    )
     return build_diagnosis(
         run=run,
         stages=stages,

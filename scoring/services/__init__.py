@@ -8,16 +8,22 @@ them from ``scoring.services``.
 """
 
 from .errors import RunImportError
-from .evaluations import SnapshotInputs, StageLists, score_run_stage, snapshot_inputs
+from .evaluations import (
+    SnapshotInputs,
+    StageLists,
+    canonical_params,
+    score_run_stage,
+    snapshot_inputs,
+)
 from .mappings import import_unit_mapping
-from .runs import Progress, RunImportReport, file_sha256, import_run
+from .runs import RunImportReport, file_sha256, import_run
 
 __all__ = [
-    "Progress",
     "RunImportError",
     "RunImportReport",
     "SnapshotInputs",
     "StageLists",
+    "canonical_params",
     "file_sha256",
     "import_run",
     "import_unit_mapping",

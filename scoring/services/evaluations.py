@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from jobs.progress import Progress
 from judgments.models import Snapshot
 from judgments.selectors import frozen_judgments, frozen_queries
 from judgments.services import InvariantError
@@ -41,7 +42,8 @@ def snapshot_inputs(snapshot: Snapshot) -> SnapshotInputs:
     return qrels, statuses, evidence
 
 
-def _canonical_params(params: engine.EvalParams) -> dict[str, Any]:
+def canonical_params(params: engine.EvalParams) -> dict[str, Any]:
+    """The parameters that fix an evaluation's meaning, as stored in ``params``."""
     return {
         "ks": list(params.ks),
         "measures": list(params.measures) if params.measures else None,
@@ -84,6 +86,7 @@ def score_run_stage(
     by: User | None = None,
     inputs: SnapshotInputs | None = None,
     lists: StageLists | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Evaluation, bool]:
     """Score one stage of a run against one snapshot; return (evaluation, created).
 
@@ -93,18 +96,21 @@ def score_run_stage(
     The same inputs give the same fingerprint, and scoring them again returns the stored
     evaluation (identical numbers) instead of a copy. A caller scoring several stages
     passes ``inputs`` (``snapshot_inputs(snapshot)``) and the stage's ``lists``
-    (``stage_lists_of(stage)``) so that each is read once.
+    (``stage_lists_of(stage)``) so that each is read once. ``progress`` hears of each
+    phase (reading, scoring, storing the per-query rows).
     """
+    progress = progress or Progress()
     if stage.run_id != run.pk:
         raise InvariantError(f"stage '{stage.name}' belongs to another run")
     for other, what in ((snapshot, "snapshot"), (mapping, "unit mapping")):
         if other is not None and other.collection_id != run.collection_id:
             raise InvariantError(f"that {what} belongs to another collection than the run")
-    canonical = _canonical_params(params)
+    canonical = canonical_params(params)
     fingerprint = _fingerprint(stage=stage, snapshot=snapshot, mapping=mapping, params=canonical)
     existing = Evaluation.objects.filter(fingerprint=fingerprint).first()
     if existing is not None:
         return existing, False
+    progress.phase(f"reading snapshot v{snapshot.number} and stage {stage.name}")
     qrels, statuses, evidence = inputs if inputs is not None else snapshot_inputs(snapshot)
     if lists is None:
         lists = stage_lists_of(stage)
@@ -119,6 +125,7 @@ def score_run_stage(
         unjudged=params.unjudged,
         dedup="error",
     )
+    progress.phase(f"scoring {len(rankings)} ranked lists")
     result = engine.evaluate(
         qrels,
         engine.Run.from_mapping(rankings, abstained=abstained, source=run.name),
@@ -176,5 +183,8 @@ def score_run_stage(
         for qid, reason in reasons.items()
         if qid not in data["per_query"]
     ]
-    EvaluationQuery.objects.bulk_create(rows, batch_size=BATCH)
+    progress.phase("storing per-query rows", len(rows))
+    for i in range(0, len(rows), BATCH):
+        EvaluationQuery.objects.bulk_create(rows[i : i + BATCH])
+        progress.advance(len(rows[i : i + BATCH]))
     return evaluation, True

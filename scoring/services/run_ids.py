@@ -40,8 +40,10 @@ class UnknownIds:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
-    def describe(self, collection: Collection) -> str:
-        """One sentence for the upload's answer."""
+    def describe(self, collection: Collection, *, depth: int | None = None) -> str:
+        """One sentence for the upload's answer; ``depth`` is the pool depth used, when
+        the upload chose one other than the collection's."""
+        depth = collection.pool_depth if depth is None else depth
         queries = (
             f"{len(self.query_ids)} unknown query id(s): their {self.query_lines} line(s) "
             "were skipped"
@@ -50,9 +52,9 @@ class UnknownIds:
         )
         items = (
             f"{self.item_ids} unknown item id(s) within the pool depth "
-            f"{collection.pool_depth}: created as placeholder items to judge"
+            f"{depth}: created as placeholder items to judge"
             if self.item_ids
-            else f"no unknown item id within the pool depth {collection.pool_depth}"
+            else f"no unknown item id within the pool depth {depth}"
         )
         return f"{queries}; {items}"
 

@@ -7,12 +7,13 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.db.models import Value
 
+from jobs.progress import Progress
 from judgments.models import Collection, Item, Judgment, Query
 from judgments.services import InvariantError, queue_unjudged
 
@@ -37,26 +38,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-class Progress:
-    """A plain progress line on a terminal stream; silent when ``stream`` is None."""
-
-    def __init__(self, label: str, total: int, stream: TextIO | None) -> None:
-        self.label, self.total, self.stream, self.done, self._shown = label, total, stream, 0, -1
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        if self.stream is None or self.total <= 0:
-            return
-        pct = min(100, self.done * 100 // self.total)
-        if pct != self._shown:
-            self._shown = pct
-            bar = "#" * (pct // 4)
-            self.stream.write(f"\r{self.label} [{bar:<25}] {pct:3d}% ({self.done}/{self.total})")
-            if self.done >= self.total:
-                self.stream.write("\n")
-            self.stream.flush()
-
-
 @dataclass
 class RunImportReport:
     run: Run
@@ -66,6 +47,27 @@ class RunImportReport:
     placeholders_created: int = 0
     queries_not_in_collection: list[str] = field(default_factory=list)
     unknown: UnknownIds = field(default_factory=UnknownIds)
+    pool_depth: int = 0
+
+    def lines(self, collection: Collection) -> list[str]:
+        """What was stored and pooled, one line per fact (the command and the job page)."""
+        lines = [
+            f"stage {stage.name}: {stage.n_queries} queries, {stage.n_rows} rows, "
+            f"depth {stage.depth}"
+            for stage in self.stages
+        ]
+        lines.append(
+            f"pool depth {self.pool_depth}: {self.unjudged_found} unjudged items found, "
+            f"{self.newly_queued} new to the review queue, {self.placeholders_created} "
+            "placeholder items created"
+        )
+        lines.append(f"unknown ids: {self.unknown.describe(collection, depth=self.pool_depth)}")
+        missing = self.queries_not_in_collection
+        if missing:
+            shown = ", ".join(missing[:10])
+            more = len(missing) - 10
+            lines.append(f"skipped queries: {shown}" + (f" … and {more} more" if more > 0 else ""))
+        return lines
 
 
 def _read_stages(path: Path, *, order: str, dedup: str) -> list[engine.Run]:
@@ -89,14 +91,16 @@ def import_run(
     order: str = OrderRule.SCORE,
     dedup: str = DedupPolicy.ERROR,
     by: User | None = None,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
+    pool_depth: int | None = None,
     ignore_unknown_queries: bool = False,
 ) -> RunImportReport:
     """Store a run file immutably and queue the unjudged items it surfaces.
 
     The file is validated by the engine's readers first (line-numbered errors, the
     dedup policy applied and recorded); nothing is stored unless all of it is valid.
-    For every collection query, the first ``pool_depth`` items of each stage that have
+    For every collection query, the first ``pool_depth`` items (the collection's, unless
+    given) of each stage that have
     no judgment become (or join) review tasks, labelled ``run NAME / STAGE``; pooled ids
     the collection lacks are created as placeholder items. Deeper ids stay in the run
     only: scoring works on ids, and creating millions of empty items would help no one.
@@ -104,7 +108,10 @@ def import_run(
     Query ids the collection lacks refuse the file, naming their lines, unless
     ``ignore_unknown_queries``: then their lines are left out and counted. A collection
     that holds its whole corpus refuses pooled item ids it lacks (``run_ids``).
+    ``progress`` hears of each phase: reading the file, storing the ranked lists (in
+    lines), pooling the unjudged items (in queries).
     """
+    progress = progress or Progress()
     if Run.objects.filter(collection=collection, name=name).exists():
         raise InvariantError(
             f"collection '{collection.slug}' has a run named '{name}' already; runs never "
@@ -112,6 +119,7 @@ def import_run(
         )
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
+    progress.phase(f"reading {path.name}")
     stages = _read_stages(path, order=order, dedup=dedup)
     query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
     unknown = check_unknown_queries(
@@ -136,10 +144,10 @@ def import_run(
         created_by=by,
     )
     report = RunImportReport(run=run, stages=[], unknown=unknown)
-    depth = collection.pool_depth
+    depth = collection.pool_depth if pool_depth is None else pool_depth
+    report.pool_depth = depth
     pooled: dict[str, list[tuple[str, str, int]]] = {}  # stage -> (qid, item, rank)
-    total = sum(len(s.qids) for s in stages)
-    bar = Progress(f"storing {name}", total, progress)
+    progress.phase("storing ranked lists", sum(len(s) for s in stages))
     for position, stage_run in enumerate(stages):
         stage_name = stage_run.stage or "default"
         kept = np.fromiter((q not in skipped for q in stage_run.qids), dtype=bool)
@@ -154,6 +162,7 @@ def import_run(
         )
         report.stages.append(stage)
         rows: list[RankedList] = []
+        lines = 0
         pool = pooled.setdefault(stage_name, [])
         for qid, items in stage_run.iter_rankings():
             if qid in skipped:
@@ -168,16 +177,23 @@ def import_run(
             )
             if qid in query_pks:
                 pool.extend((qid, item, rank) for rank, item in enumerate(items[:depth], 1))
+            lines += len(items)
             if len(rows) >= BATCH:
                 RankedList.objects.bulk_create(rows)
-                bar.advance(len(rows))
-                rows = []
+                progress.advance(lines)
+                rows, lines = [], 0
         RankedList.objects.bulk_create(rows)
-        bar.advance(len(rows))
+        progress.advance(lines)
     run_qids = {q for s in stages for q in s.qids}
     report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
     _pool_unjudged(
-        collection=collection, run=run, pooled=pooled, query_pks=query_pks, report=report, path=path
+        collection=collection,
+        run=run,
+        pooled=pooled,
+        query_pks=query_pks,
+        report=report,
+        path=path,
+        progress=progress,
     )
     return report
 
@@ -190,7 +206,9 @@ def _pool_unjudged(
     query_pks: Mapping[str, int],
     report: RunImportReport,
     path: Path,
+    progress: Progress,
 ) -> None:
+    progress.phase("pooling: finding the pooled items")
     wanted = {item for pool in pooled.values() for _, item, _ in pool}
     item_pks: dict[str, int] = {}
     for chunk in _chunks(sorted(wanted), 5000):
@@ -210,6 +228,8 @@ def _pool_unjudged(
     for qids in _chunks(sorted({q for q, _ in distinct}), 500):
         judged.update(Judgment.objects.filter(query_id__in=qids).values_list("query_id", "item_id"))
     report.unjudged_found = len(distinct - judged)
+    n_queries = sum(len({q for q, _, _ in pool}) for pool in pooled.values())
+    progress.phase("pooling unjudged items", n_queries)
     for stage_name, pool in pooled.items():
         label = f"run {run.name}" if stage_name == "default" else f"run {run.name} / {stage_name}"
         by_query: dict[str, list[tuple[int, int, int]]] = {}
@@ -222,6 +242,7 @@ def _pool_unjudged(
                 source=label,
             )
             report.newly_queued += created
+            progress.advance(len(qids))
 
 
 def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:

@@ -10,20 +10,26 @@ them as ``views.<name>``.
 """
 
 from .common import BadParameter, int_param, member_page
-from .comparison import compare, comparison_view
-from .diagnosis import ITEMS_SHOWN, diagnosis_view, run_diagnosis
-from .evaluations import evaluation_detail, evaluation_list, report_view
+from .comparison import compare, compare_score, comparison_view
+from .diagnosis import ITEMS_SHOWN, diagnosis_score, diagnosis_view, run_diagnosis
+from .evaluations import evaluation_detail, evaluation_list, evaluation_new, report_view
+from .runs import ranked_list, run_list
 
 __all__ = [
     "ITEMS_SHOWN",
     "BadParameter",
     "compare",
+    "compare_score",
     "comparison_view",
+    "diagnosis_score",
     "diagnosis_view",
     "evaluation_detail",
     "evaluation_list",
+    "evaluation_new",
     "int_param",
     "member_page",
+    "ranked_list",
     "report_view",
     "run_diagnosis",
+    "run_list",
 ]

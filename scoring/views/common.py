@@ -23,14 +23,16 @@ class BadParameter(ValueError):
 
 
 def int_param(
-    request: HttpRequest,
+    request: HttpRequest | Any,
     name: str,
     *,
     default: int | None = None,
     minimum: int = 1,
     maximum: int = 2**63 - 1,
 ) -> int | None:
-    raw = request.GET.get(name, "").strip()
+    # A request reads its query string; a dict-like (request.POST, request.GET) is read as it is.
+    values = request.GET if isinstance(request, HttpRequest) else request
+    raw = (values.get(name) or "").strip()
     if not raw:
         return default
     try:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from judgments.models import Collection
 
 from .. import comparison, reports
-from ..models import Evaluation
-from ..selectors import evaluation_in, evaluations_of
+from ..models import Evaluation, Run, RunStage
+from ..selectors import evaluation_in, evaluations_of, run_by_name, stage_of
+from ..tasks import start_comparison
 from .common import (
     BadParameter,
     _bad_request,
@@ -27,10 +29,13 @@ from .common import (
 @member_page
 def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
     evaluations = evaluations_of(collection)[:500]
+    may_score = reports.may_score(request.user, collection)
     context: dict[str, Any] = {
         "collection": collection,
         "collection_url": _collection_url(collection),
         "evaluations": evaluations,
+        "may_score": may_score,
+        "stages": _stage_choices(collection) if may_score else [],
     }
     if not request.GET.get("a") or not request.GET.get("b"):
         return render(request, "scoring/compare.html", context)
@@ -73,6 +78,31 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
         }
     )
     return render(request, "scoring/compare.html", context)
+
+
+def _stage_choices(collection: Collection) -> list[tuple[str, str]]:
+    stages = RunStage.objects.filter(run__collection=collection).select_related("run")
+    return [
+        (f"{s.run.name}/{s.name}", f"{s.run.name} / {s.name}")
+        for s in stages.order_by("-run__created_at", "run__pk", "position")
+    ]
+
+
+@require_POST
+@member_page
+def compare_score(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """Score run b's stage as evaluation a was scored (a job), then show the comparison;
+    when that evaluation exists already, show the comparison at once."""
+    if not reports.may_score(request.user, collection):
+        raise PermissionDenied("Scoring stores an evaluation: it needs the evaluator role.")
+    try:
+        a = evaluation_in(collection, int(request.POST.get("a", "")))
+        run_name, _, stage_name = request.POST.get("stage", "").partition("/")
+        run = run_by_name(collection, run_name)
+        stage = stage_of(run, stage_name or None)
+    except (ValueError, Evaluation.DoesNotExist, Run.DoesNotExist, RunStage.DoesNotExist) as exc:
+        return _bad_request(request, collection, "Nothing to compare", [str(exc)])
+    return redirect("jobs:job", pk=start_comparison(a=a, run=run, stage=stage, by=request.user).pk)
 
 
 def _fmt3(value: float | None) -> str:
@@ -152,11 +182,31 @@ def comparison_view(result: dict[str, Any]) -> dict[str, Any]:
                 ],
             }
         )
+    query_tables = []
+    for key in keys:
+        m = measure_of[key]
+        v = result["per_query"]["values"][key]
+        query_tables.append(
+            {
+                "key": key,
+                "rows": [
+                    {
+                        "query": q,
+                        "a": reports.fmt_number(m, x),
+                        "b": reports.fmt_number(m, y),
+                        "diff": reports.fmt_diff(m, x - y),
+                        "diff_sort": x - y,
+                    }
+                    for q, x, y in zip(v["queries"], v["a"], v["b"], strict=True)
+                ],
+            }
+        )
     return {
         "rows": rows,
         "pooled": pooled,
         "descriptive": descriptive,
         "keys": keys,
         "tag_tables": tag_tables,
+        "query_tables": query_tables,
         "default_key": keys[0] if keys else None,
     }

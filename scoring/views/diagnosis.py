@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from judgments.models import Collection, Snapshot
 
 from .. import reports
 from ..models import Run
 from ..selectors import run_by_name
+from ..tasks import diagnosis_url, missing_diagnosis_stages, start_diagnosis
 from .common import (
     BadParameter,
     _bad_request,
@@ -28,9 +30,11 @@ from .common import (
 ITEMS_SHOWN = 2000
 
 
-@require_GET
-@member_page
-def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
+def _diagnosis_request(
+    request: HttpRequest, collection: Collection, name: str, query: dict[str, str]
+) -> tuple[Run, dict[str, Any]] | HttpResponse:
+    """The run and its diagnosis parameters from the query string (or the form), or the
+    page that says why they cannot be used."""
     try:
         run = run_by_name(collection, name)
     except Run.DoesNotExist:
@@ -38,17 +42,28 @@ def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> Ht
     try:
         params = reports.diagnosis_params(
             run=run,
-            snapshot=int_param(request, "snapshot"),
-            k=int_param(request, "k", maximum=1_000_000),
-            rel_level=int_param(request, "rel"),
-            unjudged=request.GET.get("unjudged") or "nonrel",
-            mapping=int_param(request, "mapping"),
+            snapshot=int_param(query, "snapshot"),
+            k=int_param(query, "k", maximum=1_000_000),
+            rel_level=int_param(query, "rel"),
+            unjudged=query.get("unjudged") or "nonrel",
+            mapping=int_param(query, "mapping"),
         )
     except (BadParameter, reports.DiagnosisError, Snapshot.DoesNotExist) as exc:
         return _bad_request(request, collection, "This diagnosis cannot be made", [str(exc)])
-    diagnosis = reports.diagnosis_for(
-        **params, may_score=reports.may_score(request.user, collection), by=request.user
-    )
+    return run, params
+
+
+@require_GET
+@member_page
+def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
+    """The diagnosis from what is stored; it never scores (a GET writes nothing). Stages
+    with no evaluation at these parameters are named, and an evaluator may score them
+    with one POST (a job) before coming back."""
+    resolved = _diagnosis_request(request, collection, name, request.GET)
+    if isinstance(resolved, HttpResponse):
+        return resolved
+    run, params = resolved
+    diagnosis = reports.diagnosis_for(**params)
     data = _data_response(
         request,
         diagnosis,
@@ -57,6 +72,7 @@ def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> Ht
     )
     if data is not None:
         return data
+    e = params["params"]
     return render(
         request,
         "scoring/diagnosis.html",
@@ -66,6 +82,14 @@ def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> Ht
             "run": run,
             "d": diagnosis,
             "view": diagnosis_view(diagnosis),
+            "may_score": reports.may_score(request.user, collection),
+            "score_params": {
+                "snapshot": params["snapshot"].number,
+                "k": params["k"],
+                "rel": e.rel_level,
+                "unjudged": e.unjudged,
+                "mapping": params["mapping"].number if params["mapping"] else "",
+            },
             "snapshots": collection.snapshots.order_by("-number").values_list("number", flat=True),
             "chart_data": {
                 "stages": diagnosis["stages"],
@@ -77,6 +101,23 @@ def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> Ht
             },
         },
     )
+
+
+@require_POST
+@member_page
+def diagnosis_score(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
+    """Score the stages the diagnosis lacks (evaluators), as a job that lands back on the
+    diagnosis when it is done."""
+    if not reports.may_score(request.user, collection):
+        raise PermissionDenied("Scoring stores evaluations: it needs the evaluator role.")
+    resolved = _diagnosis_request(request, collection, name, request.POST)
+    if isinstance(resolved, HttpResponse):
+        return resolved
+    run, params = resolved
+    if not missing_diagnosis_stages(params):
+        e = params["params"]
+        return redirect(diagnosis_url(run, params["snapshot"], params["k"], e, params["mapping"]))
+    return redirect("jobs:job", pk=start_diagnosis(params=params, by=request.user).pk)
 
 
 def diagnosis_view(d: dict[str, Any]) -> dict[str, Any]:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 
 from judgments.models import Collection
+from judgments.selectors import may_score
 
 from .. import reports
+from ..forms import EvaluationForm
 from ..models import Evaluation
-from ..selectors import evaluation_in, evaluations_of
+from ..selectors import ScoringInputError, evaluation_in, evaluations_of, scoring_inputs
+from ..tasks import start_scoring
 from .common import _collection_url, _data_response, member_page
 
 
@@ -28,7 +32,54 @@ def evaluation_list(request: HttpRequest, collection: Collection) -> HttpRespons
             "collection": collection,
             "collection_url": _collection_url(collection),
             "evaluations": evaluations,
+            "may_score": may_score(request.user, collection),
         },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@member_page
+def evaluation_new(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """The scoring form (evaluators): its POST starts a scoring job, whose page lands on
+    the report when it is done."""
+    if not may_score(request.user, collection):
+        raise PermissionDenied("Scoring stores an evaluation: it needs the evaluator role.")
+    if request.method == "POST":
+        form = EvaluationForm(request.POST, collection=collection)
+        if form.is_valid():
+            v = form.cleaned_data
+            run, stage = form.run_and_stage()
+            try:
+                inputs = scoring_inputs(
+                    collection,
+                    run=run,
+                    stage=stage,
+                    snapshot=v["snapshot"],
+                    ks=v["ks"],
+                    measures=v["measures"],
+                    rel_level=v["rel_level"],
+                    unjudged=v["unjudged"],
+                    mapping=v["mapping"],
+                )
+            except ScoringInputError as exc:
+                for field, message in exc.problems.items():
+                    field = field if field in form.fields else None
+                    form.add_error(field, message.replace("--stage", "the run and stage"))
+            else:
+                return redirect("jobs:job", pk=start_scoring(inputs=inputs, by=request.user).pk)
+    else:
+        form = EvaluationForm(collection=collection, initial={"stage": request.GET.get("stage")})
+    return render(
+        request,
+        "scoring/evaluation_new.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "crumb": "New evaluation",
+            "here": "New evaluation",
+            "form": form,
+        },
+        status=400 if form.errors else 200,
     )
 
 

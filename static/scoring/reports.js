@@ -212,6 +212,9 @@
       document.querySelectorAll("table[data-measure-table]").forEach(function (t) {
         t.hidden = t.getAttribute("data-measure-table") !== key;
       });
+      document.querySelectorAll("table[data-query-table]").forEach(function (t) {
+        t.hidden = t.getAttribute("data-query-table") !== key;
+      });
     }
     if (select) select.addEventListener("change", draw);
     draw();

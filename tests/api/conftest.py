@@ -7,7 +7,8 @@ Every person has an API token; ``api_client(role)`` is an APIClient sending it.
 
 Roles: ``anonymous`` (no credentials), ``stranger`` (admin of the other collection only),
 ``reviewer``, ``evaluator``, ``admin`` (memberships in ``recall-example``), ``superuser``
-(no membership: admin everywhere).
+(no membership: admin everywhere). Two jobs of ``evaluator`` in ``recall-example``: a
+failed freeze (``job``) and a finished qrels export with its file (``export_job``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.core.files.storage import storages
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from jobs.models import Job, JobKind, JobState
 from judgments.models import Collection, Item, Judgment, Query, ReviewTask, Snapshot
 from judgments.services import (
     create_api_token,
@@ -66,6 +70,8 @@ class World:
     mapping: UnitMapping
     task: ReviewTask
     judgment: Judgment  # (A, x) grade 0: safe to regrade or remove
+    job: Job  # evaluator's, failed: retryable
+    export_job: Job  # evaluator's, done, with its file
     foreign: dict[str, Any] = field(default_factory=dict)  # objects of `elsewhere`
 
     @property
@@ -79,7 +85,7 @@ def import_bundle(path: Path) -> Collection:
 
 
 @pytest.fixture
-def api_world(db, tmp_path) -> World:
+def api_world(db, tmp_path, job_dir) -> World:
     User = get_user_model()
     users = {
         "stranger": User.objects.create_user("stranger"),
@@ -136,6 +142,26 @@ def api_world(db, tmp_path) -> World:
         query=q, item=i, grade=1, reviewer=users["stranger"], expected_version=None
     )
     foreign = {"query": q, "item": i, "judgment": foreign_judgment}
+    job = Job.objects.create(
+        kind=JobKind.SNAPSHOT_FREEZE,
+        state=JobState.FAILED,
+        collection=collection,
+        created_by=users["evaluator"],
+        label="Freeze",
+        task_path="judgments.tasks.freeze_task",
+        error="The worker running this job stopped answering.",
+    )
+    export_job = Job.objects.create(
+        kind=JobKind.QRELS_EXPORT,
+        state=JobState.DONE,
+        collection=collection,
+        created_by=users["evaluator"],
+        label="Export",
+        task_path="judgments.tasks.qrels_export_task",
+    )
+    name = storages["jobs"].save(f"outputs/{export_job.key}/v1.qrels", ContentFile(b"A 0 a 1\n"))
+    export_job.result = {"file": name, "content_type": "text/plain; charset=utf-8"}
+    export_job.save()
 
     return World(
         collection=collection,
@@ -151,6 +177,8 @@ def api_world(db, tmp_path) -> World:
         mapping=mapping,
         task=task,
         judgment=judgment,
+        job=job,
+        export_job=export_job,
         foreign=foreign,
     )
 

@@ -78,6 +78,14 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     f"GET {C}/evaluations/{{id}}/queries/":                 (401, 404, 200, 200, 200, 200),
     f"GET {C}/evaluations/{{id}}/report/":                  (401, 404, 200, 200, 200, 200),
     f"GET {C}/compare/":                                    (401, 404, 200, 200, 200, 200),
+    f"POST {C}/runs/{{name}}/diagnosis/":                   (401, 404, 403, 202, 202, 202),
+    f"POST {C}/snapshots/{{number}}/exports/":              (401, 404, 403, 202, 202, 202),
+    f"POST {C}/imports/":                                   (401, 404, 403, 403, 202, 202),
+    # A job: seen by its author and its collection's members; retried and downloaded by
+    # its author (here the evaluator) or a superuser.
+    "GET /api/jobs/{id}/":                                  (401, 404, 200, 200, 200, 200),
+    "POST /api/jobs/{id}/retry/":                           (401, 404, 403, 202, 403, 202),
+    "GET /api/jobs/{id}/file":                              (401, 404, 403, 200, 403, 200),
 }
 # fmt: on
 
@@ -90,6 +98,9 @@ def path_values(path: str, world: World) -> dict[str, Any]:
         "tasks": world.task.pk,
         "evaluations": world.evaluation.pk,
     }
+    if path.startswith("/api/jobs/"):
+        collection_part = "jobs"
+        ids["jobs"] = world.export_job.pk if path.endswith("/file") else world.job.pk
     numbers = {"snapshots": world.v1.number, "mappings": world.mapping.number}
     return {
         "slug": world.slug,
@@ -139,6 +150,9 @@ def body_for(operation: str, world: World, user: Any) -> dict[str, Any]:
         return {"data": {"file": upload, "note": "more chunks"}, "format": "multipart"}
     if tail == "/evaluations/" and method == "POST":
         return {"data": {"run": world.run.name, "snapshot": world.v1.number, "ks": [3]}}
+    if tail == "/imports/":
+        bundle = SimpleUploadedFile("more.jsonl", b'{"type": "query", "id": "D", "text": "d"}\n')
+        return {"data": {"bundle": bundle}, "format": "multipart"}
     if tail == "/compare/":
         return {"data": {"a": world.evaluation.pk, "b": world.other_evaluation.pk}}
     return {}

@@ -101,6 +101,8 @@ def test_report_page_shows_the_founding_numbers_sorts_filters_and_draws(
 def test_diagnosis_page_places_every_relevant_item(page, login, founding_example, tmp_path):
     collection = founding_example.collection
     import_run(collection=collection, path=three_stage_run(tmp_path), name="pipeline")
+    for stage in ("candidates", "reranked", "context"):  # the page reads; scoring is a POST
+        quiet("score", "recall-example", "pipeline", "--stage", stage, "--k", "2")
     login(page, member(collection, "eve", Role.EVALUATOR))
 
     page.goto("/c/recall-example/runs/pipeline/diagnosis/?snapshot=1")

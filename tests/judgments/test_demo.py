@@ -299,3 +299,89 @@ def test_load_demo_refuses_without_debug_and_imports_nothing(settings):
         run("load_demo")
 
     assert row_counts() == before
+
+
+# -- the demo's runs, snapshots and evaluations -----------------------------------------------
+
+RUNS = REPO / "fixtures" / "demo" / "runs"
+
+
+def test_the_committed_demo_runs_are_current():
+    result = subprocess.run(
+        [sys.executable, str(REPO / "fixtures" / "demo" / "make_runs.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def run_lists() -> dict[str, dict[str, list[str]]]:
+    """Every demo run's lists, read with plain Python: {run/stage: {query: items}}."""
+    lists: dict[str, dict[str, list[str]]] = {}
+    for name in ("lexical", "titles"):
+        for line in (RUNS / f"{name}.trec").read_text(encoding="utf-8").splitlines():
+            qid, _, item, rank, _, _ = line.split()
+            lists.setdefault(name, {}).setdefault(qid, []).append(item)
+            assert len(lists[name][qid]) == int(rank)
+    for line in (RUNS / "pipeline.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        for stage, items in record["stages"].items():
+            lists.setdefault(f"pipeline/{stage}", {})[record["query"]] = items
+    return lists
+
+
+def test_demo_runs_pool_only_what_the_bundle_judged_or_queued(demo_lines):
+    poolable = {(j["query"], j["item"]) for j in by_type(demo_lines, "judgment")}
+    poolable |= {(u["query"], u["item"]) for u in by_type(demo_lines, "unjudged")}
+    depth = demo_lines[0]["pool_depth"]
+
+    lists = run_lists()
+
+    assert sorted(lists) == [
+        "lexical", "pipeline/candidates", "pipeline/context", "pipeline/reranked", "titles"
+    ]  # fmt: skip
+    for name, per_query in lists.items():
+        assert len(per_query) == 50, name
+        for qid, items in per_query.items():
+            assert len(set(items)) == len(items), (name, qid)
+            assert all((qid, item) in poolable for item in items[:depth]), (name, qid)
+
+
+@pytest.mark.django_db
+def test_load_demo_freezes_imports_the_runs_and_scores_them(settings, fast_passwords, demo_lines):
+    from scoring.models import Evaluation, Run
+
+    settings.DEBUG = True
+
+    out = run("load_demo")
+
+    demo = Collection.objects.get(slug="demo-handbook")
+    recall = Collection.objects.get(slug="recall-example")
+    for collection in (demo, recall):
+        (v1,) = collection.snapshots.all()
+        assert v1.number == 1 and v1.created_by.username == "evaluator"
+    assert demo.snapshots.get().n_unjudged == len(by_type(demo_lines, "unjudged"))
+    runs = {r.name: [s.name for s in r.stages.order_by("position")] for r in demo.runs.all()}
+    assert runs == {
+        "lexical": ["default"],
+        "titles": ["default"],
+        "pipeline": ["candidates", "reranked", "context"],
+    }
+    assert not Run.objects.filter(collection=recall).exists()
+    scored = sorted(
+        (e.run.name, e.stage.name, tuple(e.params["ks"]), e.snapshot.number)
+        for e in Evaluation.objects.filter(collection=demo)
+    )
+    assert scored == [
+        ("lexical", "default", (5, 10), 1),
+        ("pipeline", "candidates", (5,), 1),
+        ("pipeline", "context", (5,), 1),
+        ("pipeline", "reranked", (5,), 1),
+        ("titles", "default", (5, 10), 1),
+    ]
+    # The runs add no review task: the queue is the bundle's.
+    assert ReviewTask.objects.filter(collection=demo, status=TaskStatus.PENDING).count() == len(
+        by_type(demo_lines, "unjudged")
+    )
+    assert "demo-handbook: snapshot v1, runs lexical, titles, pipeline and 5 evaluations" in out

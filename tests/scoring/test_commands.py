@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
+from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from judgments.models import Item, Query
@@ -40,8 +42,32 @@ def test_import_run_reports_stages_pool_and_progress(recall_v1, run_command) -> 
         "  pool depth 10: 1 unjudged items found, 1 new to the review queue, "
         "0 placeholder items created"
     ) in out
-    # The progress bar goes to the command's stderr (captured here), one redrawn line.
-    assert err == "\rstoring example [#########################] 100% (3/3)\n"
+    # Off a terminal (here: a StringIO) there is no progress bar at all.
+    assert err == ""
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_import_run_draws_a_bar_per_phase_on_a_terminal(recall_v1) -> None:
+    err = Terminal()
+    call_command(
+        "import_run", "recall-example", str(RUN), "--name", "t", stdout=io.StringIO(), stderr=err
+    )
+
+    # Each bar is drawn empty when its phase starts, then redrawn on the same line: the
+    # file's 8 lines are stored in one batch; 3 queries (A, B, C) are pooled in one chunk.
+    full, empty = "#" * 25, " " * 25
+    assert err.getvalue() == (
+        "reading run.trec …\n"
+        f"\rstoring ranked lists [{empty}]   0% (0/8)"
+        f"\rstoring ranked lists [{full}] 100% (8/8)\n"
+        "pooling: finding the pooled items …\n"
+        f"\rpooling unjudged items [{empty}]   0% (0/3)"
+        f"\rpooling unjudged items [{full}] 100% (3/3)\n"
+    )
 
 
 def test_import_run_quiet_and_multi_stage(recall_v1, run_command, write_file) -> None:

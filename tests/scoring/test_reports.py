@@ -443,12 +443,29 @@ def pipeline(recall_v1, tmp_path):
     return collection, run
 
 
-def test_diagnosis_page_scores_every_stage_for_an_evaluator(client, pipeline):
+def test_diagnosis_page_says_what_it_would_score_and_scores_only_on_post(
+    client, pipeline, jobs_inline
+):
     collection, run = pipeline
     client.force_login(member(collection, "eve", Role.EVALUATOR))
+    url = f"/c/{collection.slug}/runs/pipe/diagnosis/"
 
-    response = client.get(f"/c/{collection.slug}/runs/pipe/diagnosis/", {"snapshot": 1})
+    before = client.get(url, {"snapshot": 1})
 
+    assert not Evaluation.objects.filter(run=run).exists()  # a GET never scores
+    html = unescape(before.content.decode())
+    assert "Not scored yet at these parameters: candidates, reranked, context" in html
+    assert "Score 3 stages" in html and "k = 2, threshold 1, unjudged nonrel" in html
+    assert row_html(html, "data-outcome", "reached:context").endswith("2 40.00%")
+
+    with jobs_inline():
+        posted = client.post(
+            url + "score/", {"snapshot": 1, "k": 2, "rel": 1, "unjudged": "nonrel"}
+        )
+    job_page = client.get(posted["Location"])
+    response = client.get(job_page["Location"])  # a done diagnosis job lands on the page
+
+    assert job_page.status_code == 302
     assert response.status_code == 200
     evaluations = {e.stage.name: e for e in Evaluation.objects.filter(run=run)}
     assert sorted(evaluations) == ["candidates", "context", "reranked"]
@@ -460,6 +477,7 @@ def test_diagnosis_page_scores_every_stage_for_an_evaluator(client, pipeline):
         rows = dict(e.rows.values_list("query_id", "values"))
         assert {q: rows[q]["R@2"] for q in "ABC"} == pytest.approx({q: want[q] for q in "ABC"})
     html = response.content.decode()
+    assert "Not scored yet" not in html
     assert row_html(html, "data-outcome", "not_retrieved").endswith("1 20.00%")
     assert row_html(html, "data-outcome", "lost_after:candidates").startswith("lost in ranking")
     assert row_html(html, "data-outcome", "lost_after:reranked").startswith(
@@ -482,34 +500,49 @@ def test_diagnosis_page_scores_every_stage_for_an_evaluator(client, pipeline):
     assert "Stage diagnosis" in report.content.decode()
 
 
-def test_diagnosis_for_a_reviewer_uses_stored_scores_only(client, pipeline):
+def test_diagnosis_for_a_reviewer_uses_stored_scores_and_offers_no_scoring(
+    client, pipeline, jobs_inline
+):
     collection, run = pipeline
     client.force_login(member(collection, "ana", Role.REVIEWER))
+    url = f"/c/{collection.slug}/runs/pipe/diagnosis/"
 
-    before = client.get(f"/c/{collection.slug}/runs/pipe/diagnosis/").content.decode()
+    before = client.get(url).content.decode()
 
     assert not Evaluation.objects.filter(run=run).exists()
     assert "Not scored yet at these parameters: candidates, reranked, context" in before
+    assert "Score 3 stages" not in before and "an evaluator's action" in before
     assert row_html(before, "data-outcome", "reached:context").endswith("2 40.00%")
+    assert client.post(url + "score/", {"snapshot": 1}).status_code == 403
 
     client.force_login(member(collection, "eve", Role.EVALUATOR))
-    client.get(f"/c/{collection.slug}/runs/pipe/diagnosis/")
+    with jobs_inline():
+        client.post(url + "score/", {"snapshot": 1, "k": 2})
     client.force_login(member(collection, "ana", Role.REVIEWER))
-    after = client.get(f"/c/{collection.slug}/runs/pipe/diagnosis/").content.decode()
+    after = client.get(url).content.decode()
 
     assert "Not scored yet" not in after
     assert "77.78%" in row_html(after, "data-stage", "candidates")
     assert Evaluation.objects.filter(run=run).count() == 3
 
 
-def test_diagnosis_api_and_csv(client, pipeline):
-    collection, _ = pipeline
+def test_diagnosis_api_and_csv(client, pipeline, jobs_inline):
+    collection, run = pipeline
     client.force_login(member(collection, "eve", Role.EVALUATOR))
     url = f"/api/collections/{collection.slug}/runs/pipe/diagnosis/"
 
+    unscored = client.get(url, {"k": 2}).json()
+    with jobs_inline():
+        accepted = client.post(url + "?k=2")
+    job = client.get(accepted["Location"]).json()
     data = client.get(url, {"k": 2}).json()
     text = client.get(url, {"k": 2, "format": "csv"}).content.decode()
 
+    assert [s["evaluation"] for s in unscored["stage_scores"]] == [None, None, None]
+    assert accepted.status_code == 202 and job["state"] == "done"
+    assert job["result"]["api_url"] == url + "?snapshot=1&k=2&rel=1&unjudged=nonrel"
+    assert client.post(url + "?k=2").status_code == 200  # nothing left to score
+    assert Evaluation.objects.filter(run=run).count() == 3
     assert data["stages"] == ["candidates", "reranked", "context"]
     assert {(i["query"], i["item"]): i["outcome"] for i in data["items"]} == THREE_STAGE_OUTCOMES
     assert [s["aggregates"]["R@2"]["macro"] for s in data["stage_scores"]] == pytest.approx(

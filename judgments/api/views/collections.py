@@ -6,17 +6,21 @@ from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import generics, mixins, status, viewsets
+from rest_framework import generics, mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from jobs.api import JOB_ACCEPTED, job_accepted
 from judgments.models import Collection, Membership, Role
 from judgments.selectors import collections_for, collections_with_progress
 from judgments.services import set_member_role, update_collection_settings
+from judgments.tasks import start_collection_import
 
 from .. import serializers as s
 from ..errors import ApiError
 from ..permissions import CollectionScoped
+from ..uploads import StreamedUploads
 from .common import NamedLookup, error
 
 
@@ -143,3 +147,39 @@ class MemberViewSet(
         membership = self.get_object()
         set_member_role(collection=self.collection, user=membership.user, role=None)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CollectionImportInput(serializers.Serializer):
+    bundle = serializers.FileField(
+        help_text="A JSONL bundle (its collection line, if any, must match this collection): "
+        "items, queries, judgments, statuses, unjudged pairs."
+    )
+    create_missing_items = serializers.BooleanField(default=False)
+    set_status = serializers.BooleanField(default=False)
+
+
+@extend_schema(tags=["collections"])
+class CollectionImportJobView(CollectionScoped, StreamedUploads, APIView):
+    required_roles = {"POST": Role.ADMIN}
+
+    @extend_schema(
+        summary="Import a JSONL bundle into the collection, as a background job (admin).",
+        description="All or nothing, as `manage.py import_collection`: 202 with `Location: "
+        "/api/jobs/<id>/`; a refused bundle fails the job, whose `errors` list each problem "
+        "with its line, and nothing is imported.",
+        request={"multipart/form-data": CollectionImportInput},
+        responses={202: JOB_ACCEPTED},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        data = CollectionImportInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        job = start_collection_import(
+            collection=self.collection,
+            upload=v["bundle"],
+            filename=v["bundle"].name or "bundle.jsonl",
+            create_missing_items=v["create_missing_items"],
+            set_status=v["set_status"],
+            by=request.user,
+        )
+        return job_accepted(job)

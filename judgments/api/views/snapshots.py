@@ -1,10 +1,12 @@
-"""API views of snapshots: list, freeze, diff, and the streamed qrels export."""
+"""API views of snapshots: list, freeze, diff, the streamed qrels export, and the export
+as a background job for large snapshots."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -21,7 +23,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from judgments.models import Role, Snapshot
+from jobs.api import JOB_ACCEPTED, job_accepted, wants_async
+from judgments.models import Judgment, Role, Snapshot
 from judgments.selectors import (
     diff_snapshots,
     snapshot_canonical_lines,
@@ -29,6 +32,7 @@ from judgments.selectors import (
     snapshot_trec_lines,
 )
 from judgments.services import freeze_snapshot
+from judgments.tasks import start_freeze, start_qrels_export
 
 from .. import serializers as s
 from ..permissions import CollectionScoped
@@ -41,9 +45,15 @@ from .common import error
     create=extend_schema(
         summary="Freeze the collection's labels as the next snapshot (evaluator).",
         description="201 with the new version; 200 with the latest one (`created` false) "
-        "when nothing changed since it.",
+        "when nothing changed since it. A collection with more than VERITY_INLINE_MAX_ROWS "
+        "judgments (200,000 by default), or any with `Prefer: respond-async`, is frozen by a "
+        "background job: 202 with `Location: /api/jobs/<id>/`.",
         request=s.FreezeInput,
-        responses={201: s.FreezeResultSerializer, 200: s.FreezeResultSerializer},
+        responses={
+            201: s.FreezeResultSerializer,
+            200: s.FreezeResultSerializer,
+            202: JOB_ACCEPTED,
+        },
     ),
 )
 @extend_schema(tags=["snapshots"])
@@ -67,6 +77,12 @@ class SnapshotViewSet(CollectionScoped, mixins.ListModelMixin, viewsets.GenericV
     def create(self, request: Request, slug: str) -> Response:
         data = s.FreezeInput(data=request.data)
         data.is_valid(raise_exception=True)
+        size = Judgment.objects.filter(query__collection=self.collection).count()
+        if wants_async(request) or size > settings.VERITY_INLINE_MAX_ROWS:
+            job = start_freeze(
+                collection=self.collection, by=request.user, note=data.validated_data["note"]
+            )
+            return job_accepted(job)
         snapshot, created = freeze_snapshot(
             collection=self.collection, by=request.user, note=data.validated_data["note"]
         )
@@ -80,6 +96,36 @@ class SnapshotViewSet(CollectionScoped, mixins.ListModelMixin, viewsets.GenericV
     def diff(self, request: Request, slug: str, number: int, other: int) -> Response:
         a, b = snapshot_of(self.collection, number), snapshot_of(self.collection, other)
         return Response(s.SnapshotDiffSerializer(diff_snapshots(a, b)).data)
+
+
+class QrelsExportInput(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["trec", "jsonl"], default="trec")
+    with_unjudged = serializers.BooleanField(default=False)
+
+
+@extend_schema(tags=["snapshots"])
+class QrelsExportJobView(CollectionScoped, APIView):
+    required_roles = {"POST": Role.EVALUATOR}
+
+    @extend_schema(
+        summary="Export a snapshot's qrels to a file, as a background job (evaluator).",
+        description="For snapshots too large to stream comfortably: 202 with `Location: "
+        "/api/jobs/<id>/`; when done, the job's `result.download_url` serves the file "
+        "(the same bytes as GET …/qrels with the same parameters).",
+        request=QrelsExportInput,
+        responses={202: JOB_ACCEPTED},
+    )
+    def post(self, request: Request, slug: str, number: int) -> Response:
+        data = QrelsExportInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        snapshot = snapshot_of(self.collection, number)
+        job = start_qrels_export(
+            snapshot=snapshot,
+            fmt=data.validated_data["format"],
+            with_unjudged=data.validated_data["with_unjudged"],
+            by=request.user,
+        )
+        return job_accepted(job)
 
 
 class IgnoreFormatParameter(DefaultContentNegotiation):

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from jobs.progress import command_progress
 from judgments.management.arguments import collection_named, user_named
 from judgments.services import VerityError, freeze_snapshot
 
@@ -27,7 +28,12 @@ class Command(BaseCommand):
         by = user_named(options["by"])
         started = time.perf_counter()
         try:
-            snapshot, created = freeze_snapshot(collection=collection, by=by, note=options["note"])
+            snapshot, created = freeze_snapshot(
+                collection=collection,
+                by=by,
+                note=options["note"],
+                progress=command_progress(self),
+            )
         except VerityError as exc:
             raise CommandError(str(exc)) from None
         took = time.perf_counter() - started

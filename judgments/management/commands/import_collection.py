@@ -17,12 +17,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from jobs.progress import command_progress, from_lines
 from judgments import formats
 from judgments.management.arguments import file_bytes
 from judgments.models import LabelingUnit
 from judgments.services import ImportReport, VerityError, import_collection_data
-
-PROGRESS_FROM = 5000  # records; smaller imports finish before progress would help
 
 
 class Command(BaseCommand):
@@ -106,7 +105,6 @@ class Command(BaseCommand):
             raise CommandError(formats.describe_problems(problems))
         if options["create"] and not options["bundle"]:
             bundle.collection = self._collection_from_options(options)
-        size = len(bundle.items) + len(bundle.judgments) + len(bundle.unjudged)
         try:
             report = import_collection_data(
                 data=bundle,
@@ -115,7 +113,7 @@ class Command(BaseCommand):
                 create_missing_items=options["create_missing_items"],
                 set_status=options["set_status"],
                 by=self._user(options["by"]),
-                progress=self.stderr.write if size >= PROGRESS_FROM else None,
+                progress=from_lines(command_progress(self)),
             )
         except VerityError as e:
             raise CommandError(str(e)) from None

@@ -6,6 +6,11 @@ Idempotent: it creates (or resets) the demo users with ``create_demo_users``, wh
 refuses unless DEBUG is on, then imports each bundle below with ``import_collection``
 unless a collection with the bundle's slug exists already. A collection that is there
 is left as it is, whatever was done to it since; delete it to load it afresh.
+
+A collection it imports is then frozen as v1 (by ``evaluator``), and the handbook gets
+the runs of ``fixtures/demo/runs/`` (two TREC runs and a three-stage pipeline, made by
+``make_runs.py``) and their evaluations against v1, so that every evaluator's page has
+something to show on a fresh machine. The runs add no review task (see make_runs.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,24 @@ BUNDLES = (
     ("fixtures/demo/bundle.jsonl", "regenerate it with python fixtures/demo/generate.py"),
     ("fixtures/recall-example/bundle.jsonl", "restore it with git checkout"),
 )
+
+#: Runs of the handbook: (file under fixtures/demo/runs, name, description).
+DEMO_RUNS = (
+    ("lexical.trec", "lexical", "Items ranked by query-word counts in their text."),
+    ("titles.trec", "titles", "Items ranked by query-word counts in their titles."),
+    ("pipeline.jsonl", "pipeline", "A RAG pipeline: candidates 50 → reranked 20 → context 5."),
+)
+#: What the demo scores against v1: (run, stage, cutoffs). The pipeline's stages at k = 5,
+#: the context budget, are what its diagnosis page reads.
+DEMO_SCORES = (
+    ("lexical", None, (5, 10)),
+    ("titles", None, (5, 10)),
+    ("pipeline", "candidates", (5,)),
+    ("pipeline", "reranked", (5,)),
+    ("pipeline", "context", (5,)),
+)
+RUNS_DIR = "fixtures/demo/runs"
+HANDBOOK = "demo-handbook"
 
 # Demo users' roles in every demo collection (``admin`` is a superuser as well).
 DEMO_ROLES = {"reviewer": "reviewer", "evaluator": "evaluator", "admin": "admin"}
@@ -72,7 +95,7 @@ class Command(BaseCommand):
         # so that the bundles' reviewers exist when their judgments are imported.
         logins = io.StringIO()
         call_command("create_demo_users", stdout=logins)
-        slugs = []
+        slugs, fresh = [], []
         for relative, fix in BUNDLES:
             path = Path(settings.BASE_DIR) / relative
             slug = bundle_slug(path, fix)
@@ -82,12 +105,45 @@ class Command(BaseCommand):
                 continue
             self.stdout.write(f"{slug}: importing {relative} …")
             call_command("import_collection", str(path), stdout=self.stdout, stderr=self.stderr)
+            fresh.append(slug)
         self.stdout.write("")
         users = get_user_model().objects.in_bulk(list(DEMO_ROLES), field_name="username")
         for slug in slugs:
             collection = Collection.objects.get(slug=slug)
             for username, role in DEMO_ROLES.items():
                 set_membership(collection=collection, user=users[username], role=role)
+            if slug in fresh:
+                self._evaluate(slug)
             self.stdout.write(collection_summary(collection))
         self.stdout.write("")
         self.stdout.write(logins.getvalue().rstrip("\n"))
+
+    def _evaluate(self, slug: str) -> None:
+        """v1 of a freshly loaded collection; for the handbook, its runs and their scores.
+        Through the commands, as a user would (``judgments`` never imports ``scoring``)."""
+        quiet = {"stdout": io.StringIO(), "stderr": io.StringIO()}
+        call_command("freeze_snapshot", slug, note="the demo's labels", by="evaluator", **quiet)
+        if slug != HANDBOOK:
+            return
+        folder = Path(settings.BASE_DIR) / RUNS_DIR
+        for filename, name, description in DEMO_RUNS:
+            path = folder / filename
+            if not path.is_file():
+                raise CommandError(f"{path}: missing; python fixtures/demo/make_runs.py makes it")
+            call_command(
+                "import_run",
+                slug,
+                str(path),
+                name=name,
+                description=description,
+                by="evaluator",
+                quiet=True,
+                **quiet,
+            )
+        for run, stage, ks in DEMO_SCORES:
+            options = {"stage": stage} if stage else {}
+            call_command("score", slug, run, snapshot=1, k=ks, **options, **quiet)
+        self.stdout.write(
+            f"{slug}: snapshot v1, runs {', '.join(n for _, n, _ in DEMO_RUNS)} and "
+            f"{len(DEMO_SCORES)} evaluations"
+        )

@@ -11,27 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from jobs.progress import command_progress
 from judgments.formats import MAX_LISTED
 from judgments.management.arguments import collection_named, user_named
 from judgments.services import VerityError
 from scoring.services import RunImportError, import_run
-
-
-class _Unterminated:
-    """``self.stderr`` for the progress bar: the command's own stream (so ``call_command``
-    can capture it), without the newline OutputWrapper adds to every write, which would
-    break the bar's one-line redraw."""
-
-    def __init__(self, wrapper: OutputWrapper) -> None:
-        self.wrapper = wrapper
-
-    def write(self, text: str) -> None:
-        self.wrapper.write(text, ending="")
-
-    def flush(self) -> None:
-        self.wrapper.flush()
 
 
 class Command(BaseCommand):
@@ -61,7 +47,9 @@ class Command(BaseCommand):
             "default they refuse the file)",
         )
         parser.add_argument("--by", metavar="USERNAME")
-        parser.add_argument("--quiet", action="store_true", help="no progress bar")
+        parser.add_argument(
+            "--quiet", action="store_true", help="no progress bar (there is none off a terminal)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["file"]
@@ -79,7 +67,7 @@ class Command(BaseCommand):
                 order=options["order"],
                 dedup=options["dedup"],
                 by=by,
-                progress=None if options["quiet"] else _Unterminated(self.stderr),
+                progress=command_progress(self, quiet=options["quiet"]),
                 ignore_unknown_queries=options["ignore_unknown_queries"],
             )
         except RunImportError as exc:
@@ -97,18 +85,5 @@ class Command(BaseCommand):
             f"order: {run.order_rule}, dedup: {run.dedup_policy}, "
             f"{run.duplicates_dropped} duplicates dropped)."
         )
-        for stage in report.stages:
-            w(
-                f"  stage {stage.name}: {stage.n_queries} queries, {stage.n_rows} rows, "
-                f"depth {stage.depth}"
-            )
-        w(
-            f"  pool depth {collection.pool_depth}: {report.unjudged_found} unjudged items "
-            f"found, {report.newly_queued} new to the review queue, "
-            f"{report.placeholders_created} placeholder items created"
-        )
-        w(f"  unknown ids: {report.unknown.describe(collection)}")
-        if report.queries_not_in_collection:
-            shown = ", ".join(report.queries_not_in_collection[:10])
-            more = len(report.queries_not_in_collection) - 10
-            w(f"  skipped queries: {shown}" + (f" … and {more} more" if more > 0 else ""))
+        for line in report.lines(collection):
+            w(f"  {line}")

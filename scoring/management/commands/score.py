@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from jobs.progress import command_progress
 from judgments.models import Collection, Snapshot
 from judgments.selectors import collection_by_slug, snapshot_of
 from judgments.services import VerityError
@@ -93,7 +94,12 @@ class Command(BaseCommand):
                 unjudged=options["unjudged"],
             )
             evaluation, created = score_run_stage(
-                run=run, stage=stage, snapshot=snapshot, params=params, mapping=mapping
+                run=run,
+                stage=stage,
+                snapshot=snapshot,
+                params=params,
+                mapping=mapping,
+                progress=command_progress(self),
             )
         except (
             Collection.DoesNotExist,

@@ -1,0 +1,157 @@
+"""``/api/jobs/…``: a job's state, progress and result; retrying a failed one; its output.
+
+Long operations elsewhere in the API answer ``202 Accepted`` with ``Location:
+/api/jobs/<id>/`` and this representation (``job_accepted``); a client polls the
+Location until ``state`` is ``done`` (then ``result.api_url`` names what was made) or
+``failed`` (then ``error`` says why, and ``errors`` lists a refused file's lines).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import FileResponse
+from django.urls import path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import files
+from .models import Job, JobKind, JobState
+from .selectors import job_status, jobs_visible_to, may_retry
+from .services import JobStateError, retry_job
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=JobKind.choices)
+    kind_label = serializers.CharField()
+    label = serializers.CharField(help_text="What the job does, in a few words.")
+    state = serializers.ChoiceField(
+        choices=JobState.choices,
+        help_text="queued → running → done or failed. A running job whose worker stopped "
+        "answering is shown failed (stale true).",
+    )
+    stale = serializers.BooleanField()
+    phase = serializers.CharField(help_text="What it is doing now, e.g. 'storing ranked lists'.")
+    done = serializers.IntegerField(help_text="Units of the phase done.")
+    total = serializers.IntegerField(allow_null=True, help_text="Units in the phase, if known.")
+    percent = serializers.FloatField(allow_null=True)
+    result = serializers.DictField(
+        help_text="When done: 'url' (the page), 'api_url', 'summary', and what the job made "
+        "(e.g. the run's stages and what was pooled); 'download_url' for an export."
+    )
+    error = serializers.CharField(help_text="When failed: why, and what to do.")
+    errors = serializers.ListField(
+        child=serializers.CharField(), help_text="A refused file's problems, 'file line N: ...'."
+    )
+    waiting = serializers.CharField(help_text="A hint when no worker has taken the job yet.")
+    collection = serializers.CharField(allow_null=True)
+    created_by = serializers.CharField(allow_null=True)
+    created_at = serializers.CharField()
+    started_at = serializers.CharField(allow_null=True)
+    finished_at = serializers.CharField(allow_null=True)
+    retry_of = serializers.IntegerField(allow_null=True)
+    can_retry = serializers.BooleanField()
+    url = serializers.CharField(help_text="The job's page in the browser.")
+    api_url = serializers.CharField()
+
+
+JOB_ACCEPTED = OpenApiResponse(
+    JobSerializer,
+    description="Accepted: the work runs as a job. `Location` names it (/api/jobs/<id>/); "
+    "poll it until `state` is done or failed.",
+)
+
+
+def job_accepted(job: Job) -> Response:
+    """``202 Accepted`` with ``Location`` naming the job, and the job as the body."""
+    body = job_status(job)
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["api_url"]})
+
+
+def wants_async(request: Request) -> bool:
+    """The client asked for a job whatever the size (RFC 7240 ``Prefer: respond-async``)."""
+    prefer = request.headers.get("Prefer", "")
+    return any(p.strip().lower() == "respond-async" for p in prefer.split(","))
+
+
+def _visible(request: Request, pk: int) -> Job:
+    job = jobs_visible_to(request.user).filter(pk=pk).first()
+    if job is None:
+        raise exceptions.NotFound(
+            f"No job {pk} among yours: you see the jobs you started and those of your collections."
+        )
+    return job
+
+
+@extend_schema(tags=["jobs"])
+class JobApi(APIView):
+    @extend_schema(
+        summary="A job: state, progress, and its result or error.", responses={200: JobSerializer}
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(job_status(_visible(request, pk)))
+
+
+@extend_schema(tags=["jobs"])
+class JobRetryApi(APIView):
+    @extend_schema(
+        summary="Start a failed job again (its author or a superuser), as a new job.",
+        description="Same parameters, same input file. A job whose worker died shows as "
+        "failed (stale) and can be retried; nothing of the first attempt was stored.",
+        request=None,
+        responses={
+            202: JOB_ACCEPTED,
+            409: OpenApiResponse(description="Not failed, or its input file is gone."),
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        job = _visible(request, pk)
+        if not may_retry(request.user, job):
+            raise exceptions.PermissionDenied(
+                "Only the job's author (or a superuser) may start it again."
+            )
+        try:
+            new = retry_job(job, by=request.user)
+        except JobStateError as exc:
+            raise Conflict(str(exc)) from None
+        return job_accepted(new)
+
+
+@extend_schema(tags=["jobs"])
+class JobFileApi(APIView):
+    @extend_schema(
+        summary="Download what an export job wrote (its author or a superuser).",
+        responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY)},
+    )
+    def get(self, request: Request, pk: int) -> Any:
+        job = _visible(request, pk)
+        if not may_retry(request.user, job):
+            raise exceptions.PermissionDenied("Only the job's author may download its output.")
+        if job.state != JobState.DONE or not job.result.get("file"):
+            raise exceptions.NotFound(f"job {pk} has no output file (it is {job.state}).")
+        name = job.result["file"].rsplit("/", 1)[-1]
+        return FileResponse(
+            files.open_output(job),
+            as_attachment=True,
+            filename=name,
+            content_type=job.result.get("content_type", "application/octet-stream"),
+        )
+
+
+app_name = "jobs-api"
+
+urlpatterns = [
+    path("jobs/<int:pk>/", JobApi.as_view(), name="job"),
+    path("jobs/<int:pk>/retry/", JobRetryApi.as_view(), name="job-retry"),
+    path("jobs/<int:pk>/file", JobFileApi.as_view(), name="job-file"),
+]

@@ -1,0 +1,94 @@
+"""Run a job's body in a worker: start it, keep its heartbeat, record how it ended.
+
+Task functions (``judgments/tasks.py``, ``scoring/tasks.py``) are one line each:
+``return run_job(job_id, body)``. The body gets the job and its ``JobProgress``, calls
+the services, and either calls ``complete(job, progress, result)`` inside the
+transaction that stores what it made (so the job is done exactly when that commits) or
+returns the result for the runner to record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+
+from .models import Job, JobState
+from .progress import JobProgress
+from .services import (
+    JobFailed,
+    JobStateError,
+    end_job,
+    fail_job,
+    fail_stale_jobs,
+    finish_job,
+    start_job,
+)
+
+log = logging.getLogger(__name__)
+
+Body = Callable[[Job, JobProgress], "dict[str, Any] | None"]
+
+UNEXPECTED = (
+    "The job stopped on an unexpected error ({error}). Nothing of it was stored. The "
+    "worker's log has the details; retry it, and report the error if it happens again."
+)
+INTERRUPTED = (
+    "The worker was stopped while running this job ({error}). Nothing of it was stored. "
+    "Start it again with Retry."
+)
+
+
+def complete(job: Job, progress: JobProgress, result: dict[str, Any]) -> None:
+    """Mark the job done with ``result``, with the progress it reached; call it inside
+    the transaction that stores what the job made."""
+    finish_job(job, result, phase=progress.name, done=progress.done, total=progress.total)
+
+
+def _heartbeat(progress: JobProgress, stop: threading.Event) -> None:
+    interval = float(settings.VERITY_JOB_HEARTBEAT_SECONDS)
+    while not stop.wait(interval):
+        try:
+            progress.beat()
+        except Exception:  # a lost beat is retried; the job itself must go on
+            log.warning("job heartbeat failed", exc_info=True)
+
+
+def run_job(job_id: int, body: Body) -> dict[str, Any]:
+    """Run ``body`` for the queued job ``job_id`` and record its outcome; returns the
+    task's (small, JSON) return value."""
+    fail_stale_jobs()
+    job = start_job(job_id)
+    if job is None:
+        log.warning("job %s is not queued any more; nothing to do", job_id)
+        return {"job": job_id, "skipped": True}
+    progress = JobProgress(job.key)
+    progress.beat()
+    stop = threading.Event()
+    beating = threading.Thread(target=_heartbeat, args=(progress, stop), daemon=True)
+    beating.start()
+    try:
+        result = body(job, progress)
+        if job.state == JobState.RUNNING:
+            complete(job, progress, result or {})
+        end_job(job)
+    except JobFailed as exc:
+        # The input was refused: the same input would be refused again.
+        fail_job(job, str(exc), exc.errors)
+        end_job(job)
+    except JobStateError as exc:
+        log.warning("%s", exc)
+    except Exception as exc:
+        # A bug or a passing fault (the database went away): the input is kept for Retry.
+        fail_job(job, UNEXPECTED.format(error=f"{type(exc).__name__}: {exc}"))
+        raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt: the worker is stopping
+        fail_job(job, INTERRUPTED.format(error=type(exc).__name__))
+        raise
+    finally:
+        stop.set()
+        beating.join()
+    return {"job": job.pk, "state": job.state}

@@ -1,0 +1,230 @@
+"""State changes of jobs: create and enqueue, start, finish, fail, retry, and the sweep
+that fails jobs whose worker died. Each is one compare-and-set on the job's state, so a
+job is started once, finished once, and a late finish after a sweep is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from . import files
+from .models import Job, JobKind, JobState
+from .progress import forget_progress, read_progress
+
+log = logging.getLogger(__name__)
+
+#: What the sweep writes on a job whose worker stopped answering.
+STALE_MESSAGE = (
+    "The worker running this job stopped answering{where} (it was killed, or its machine "
+    "went down) and the job was abandoned. Nothing of it was stored: this operation is "
+    "all-or-nothing. Start it again with the Retry button on this page (or POST "
+    "/api/jobs/{pk}/retry/); if it stops again, look at the worker's log."
+)
+
+
+class JobFailed(Exception):
+    """Raised by a job's body to fail it with a message in words (and ``errors``, e.g. a
+    refused file's lines); nothing else is logged as an error."""
+
+    def __init__(self, message: str, errors: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
+class JobStateError(Exception):
+    """The job is not in the state the change needs (e.g. retrying a running job)."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def create_job(
+    *,
+    kind: str,
+    task: Any,
+    label: str,
+    collection: Any = None,
+    by: Any = None,
+    params: dict[str, Any] | None = None,
+    input_file: Any = None,
+    input_name: str = "",
+) -> Job:
+    """Record a job and put its task on the queue when the transaction commits.
+
+    ``task`` is a Tasks-API task taking the job's id; ``input_file`` (an upload or a path)
+    is kept as the job's input. If the queue cannot be reached, the job is failed with
+    that reason instead of waiting forever.
+    """
+    if kind not in JobKind.values:
+        raise ValueError(f"unknown job kind {kind!r}")
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=kind,
+            label=label,
+            collection=collection,
+            created_by=by if getattr(by, "is_authenticated", False) else None,
+            params=dict(params or {}),
+            task_path=task.module_path,
+        )
+        if input_file is not None:
+            job.params["input"] = files.store_input(job, input_file, input_name)
+            job.save(update_fields=["params"])
+        transaction.on_commit(lambda: _enqueue(job, task))
+    return job
+
+
+def _enqueue(job: Job, task: Any) -> None:
+    try:
+        result = task.enqueue(job.pk)
+    except Exception as exc:  # the queue is down or misconfigured: say so on the job
+        log.exception("could not enqueue job %s", job.pk)
+        fail_job(
+            job,
+            f"The job could not be queued ({type(exc).__name__}: {exc}). Check that "
+            "the queue (database or Redis) is reachable, then retry.",
+        )
+        return
+    Job.objects.filter(pk=job.pk, task_id="").update(task_id=str(result.id)[:64])
+    job.task_id = str(result.id)[:64]
+
+
+def start_job(job_id: int) -> Job | None:
+    """Mark a queued job running on this worker; ``None`` when it is not queued any more
+    (started elsewhere, failed by the sweep, or gone): the caller then does nothing."""
+    now = timezone.now()
+    taken = Job.objects.filter(pk=job_id, state=JobState.QUEUED).update(
+        state=JobState.RUNNING, started_at=now, worker=worker_name()[:200]
+    )
+    if not taken:
+        return None
+    return Job.objects.get(pk=job_id)
+
+
+def finish_job(
+    job: Job, result: dict[str, Any], *, phase: str = "", done: int = 0, total: int | None = None
+) -> None:
+    """Mark a running job done with ``result``. Call it inside the transaction that stores
+    what the job made: both commit together, or neither. Raises ``JobStateError`` (and so
+    rolls that transaction back) when the job is not running any more: a sweep gave it
+    up, and a retry may be under way."""
+    updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+        state=JobState.DONE,
+        finished_at=timezone.now(),
+        result={**job.result, **result},
+        phase=phase or "done",
+        done=done,
+        total=total,
+    )
+    if not updated:
+        raise JobStateError(f"job {job.pk} is no longer running (the sweep gave it up)")
+    job.state = JobState.DONE
+    job.result = {**job.result, **result}
+
+
+def fail_job(
+    job: Job,
+    message: str,
+    errors: Sequence[str] = (),
+    *,
+    expect: Sequence[str] = (JobState.QUEUED, JobState.RUNNING),
+) -> bool:
+    """Mark the job failed with ``message`` (and ``errors``) unless it finished already."""
+    progress = read_progress(job.key) or {}
+    updated = Job.objects.filter(pk=job.pk, state__in=list(expect)).update(
+        state=JobState.FAILED,
+        finished_at=timezone.now(),
+        error=message,
+        errors=list(errors),
+        phase=progress.get("phase") or job.phase,
+        done=progress.get("done") or job.done,
+        total=progress.get("total") if progress else job.total,
+    )
+    if updated:
+        job.state, job.error, job.errors = JobState.FAILED, message, list(errors)
+    return bool(updated)
+
+
+def stale_after() -> timedelta:
+    return timedelta(seconds=float(settings.VERITY_JOB_STALE_SECONDS))
+
+
+def last_sign_of_life(job: Job) -> datetime | None:
+    """When the job's worker last wrote its heartbeat (or started it)."""
+    progress = read_progress(job.key)
+    if progress and progress.get("at"):
+        beat = datetime.fromtimestamp(progress["at"], tz=timezone.get_current_timezone())
+        return max(beat, job.started_at) if job.started_at else beat
+    return job.started_at
+
+
+def is_stale(job: Job, now: datetime | None = None) -> bool:
+    """A running job whose worker has been silent for longer than the stale limit."""
+    if job.state != JobState.RUNNING:
+        return False
+    seen = last_sign_of_life(job)
+    return seen is not None and (now or timezone.now()) - seen > stale_after()
+
+
+def fail_stale_jobs(now: datetime | None = None) -> list[Job]:
+    """Fail every running job whose worker stopped answering; return them. Run by each
+    worker when it starts and before each job, and by ``manage.py jobs --fail-stale``."""
+    now = now or timezone.now()
+    failed = []
+    for job in Job.objects.filter(state=JobState.RUNNING, started_at__lt=now - stale_after()):
+        if is_stale(job, now) and fail_job(job, stale_message(job), expect=[JobState.RUNNING]):
+            failed.append(job)
+    return failed
+
+
+def stale_message(job: Job) -> str:
+    where = f" on {job.worker.split(':')[0]}" if job.worker else ""
+    return STALE_MESSAGE.format(where=where, pk=job.pk)
+
+
+def end_job(job: Job) -> None:
+    """Tidy up after a job that needs no retry: its input file and progress entry go."""
+    files.discard_input(job)
+    forget_progress(job.key)
+
+
+def retry_job(job: Job, *, by: Any = None) -> Job:
+    """Start a failed job (or one whose worker died) again, as a new job with the same
+    parameters and the same input file. Refused for a job that is queued, running
+    normally or done, or whose input is gone."""
+    if is_stale(job):
+        fail_job(job, stale_message(job), expect=[JobState.RUNNING])
+        job.refresh_from_db()
+    if job.state != JobState.FAILED:
+        raise JobStateError(f"job {job.pk} is {job.state}; only a failed job can be started again")
+    if job.params.get("input") and not files.has_input(job):
+        raise JobStateError(
+            f"job {job.pk}'s input file is gone (it is removed when a job ends); upload it again"
+        )
+    task = import_string(job.task_path)
+    with transaction.atomic():
+        new = Job.objects.create(
+            kind=job.kind,
+            label=job.label,
+            collection=job.collection,
+            created_by=by if getattr(by, "is_authenticated", False) else job.created_by,
+            params={k: v for k, v in job.params.items() if k != "input"},
+            task_path=job.task_path,
+            retry_of=job,
+        )
+        moved = files.move_input(job, new)
+        if moved:
+            new.params["input"] = moved
+            new.save(update_fields=["params"])
+        transaction.on_commit(lambda: _enqueue(new, task))
+    return new

@@ -1,0 +1,62 @@
+"""The job page: what the job does, a progress bar while it runs (polled by
+``static/jobs/job.js``, or the page reloads itself without JavaScript), then its result
+or its error, and Retry for a failed one."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from .models import Job, JobState
+from .selectors import job_status, jobs_visible_to, may_retry
+from .services import JobStateError, retry_job
+
+#: Seconds between reloads of a running job's page when JavaScript is off.
+REFRESH_SECONDS = 2
+
+
+def _job_or_404(request: HttpRequest, pk: int) -> Job:
+    job = jobs_visible_to(request.user).filter(pk=pk).first()
+    if job is None:
+        raise Http404("No such job among yours.")
+    return job
+
+
+@require_GET
+@login_required
+def job_page(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job_or_404(request, pk)
+    status = job_status(job)
+    # A job whose result is a page to read (a report) lands there when done.
+    if status["state"] == JobState.DONE and job.result.get("open") and "stay" not in request.GET:
+        return redirect(job.result["url"])
+    return render(
+        request,
+        "jobs/job.html",
+        {
+            "job": job,
+            "s": status,
+            "running": status["state"] in (JobState.QUEUED, JobState.RUNNING),
+            "refresh": REFRESH_SECONDS,
+            "may_retry": may_retry(request.user, job),
+        },
+    )
+
+
+@require_POST
+@login_required
+def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job_or_404(request, pk)
+    if not may_retry(request.user, job):
+        messages.error(request, "Only the job's author (or a superuser) may start it again.")
+        return redirect("jobs:job", pk=job.pk)
+    try:
+        new = retry_job(job, by=request.user)
+    except JobStateError as exc:
+        messages.error(request, f"Not started again: {exc}.")
+        return redirect("jobs:job", pk=job.pk)
+    messages.success(request, f"Started again as job {new.pk}.")
+    return redirect("jobs:job", pk=new.pk)

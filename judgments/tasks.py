@@ -1,0 +1,215 @@
+"""The judgments side's background jobs: freezing a snapshot, importing into a
+collection, exporting a large snapshot's qrels. ``start_*`` runs in the request (quick
+checks, then a ``Job``); ``*_task`` runs in a worker, through the services.
+
+Task code uses Django's Tasks API only; which queue carries it is the settings' choice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.urls import reverse
+from django_tasks import task
+
+from jobs.files import input_path, writing_output
+from jobs.models import Job, JobKind
+from jobs.progress import JobProgress, from_lines
+from jobs.runner import complete, run_job
+from jobs.services import JobFailed, create_job
+
+from . import formats
+from .models import Collection, Snapshot
+from .selectors import snapshot_canonical_lines, snapshot_of, snapshot_trec_lines
+from .services import ImportRefused, VerityError, freeze_snapshot, import_collection_data
+
+# -- snapshot freeze ------------------------------------------------------------------------
+
+
+def start_freeze(*, collection: Collection, by: Any = None, note: str = "") -> Job:
+    """Queue freezing the collection's labels as its next snapshot."""
+    return create_job(
+        kind=JobKind.SNAPSHOT_FREEZE,
+        task=freeze_task,
+        label=f"Freeze the labels of {collection.slug} as a snapshot",
+        collection=collection,
+        by=by,
+        params={"note": note},
+    )
+
+
+def freeze_result(snapshot: Snapshot, created: bool) -> dict[str, Any]:
+    slug = snapshot.collection.slug
+    url = reverse("judgments:snapshots", args=[slug]) + f"#v{snapshot.number}"
+    if not created:
+        return {
+            "summary": f"Nothing changed since v{snapshot.number} "
+            f"(sha256:{snapshot.content_hash[:12]}…): no new snapshot was made.",
+            "url": url,
+            "link_text": "Open the snapshots",
+            "api_url": reverse("judgments-api:snapshot", args=[slug, snapshot.number]),
+            "snapshot": snapshot.number,
+            "created": False,
+        }
+    result = {
+        "summary": f"Froze v{snapshot.number}: {snapshot.n_judgments} judgments, "
+        f"{snapshot.n_queries} queries, {snapshot.n_unjudged} unjudged markers "
+        f"(sha256:{snapshot.content_hash[:12]}…).",
+        "url": url,
+        "link_text": "Open the snapshots",
+        "api_url": reverse("judgments-api:snapshot", args=[slug, snapshot.number]),
+        "snapshot": snapshot.number,
+        "created": True,
+    }
+    if snapshot.number > 1:
+        result["details"] = [f"What changed: see the diff from v{snapshot.number - 1}."]
+        result["diff_url"] = reverse(
+            "judgments:snapshot-diff", args=[slug, snapshot.number - 1, snapshot.number]
+        )
+    return result
+
+
+def _freeze(job: Job, progress: JobProgress) -> None:
+    collection = Collection.objects.get(pk=job.collection_id)
+    try:
+        with transaction.atomic():
+            snapshot, created = freeze_snapshot(
+                collection=collection,
+                by=job.created_by,
+                note=job.params.get("note", ""),
+                progress=progress,
+            )
+            complete(job, progress, freeze_result(snapshot, created))
+    except VerityError as exc:
+        raise JobFailed(str(exc)) from None
+
+
+@task()
+def freeze_task(job_id: int) -> dict[str, Any]:
+    return run_job(job_id, _freeze)
+
+
+# -- collection import ----------------------------------------------------------------------
+
+
+def start_collection_import(
+    *,
+    collection: Collection,
+    upload: Any,
+    filename: str,
+    create_missing_items: bool = False,
+    set_status: bool = False,
+    by: Any = None,
+) -> Job:
+    """Queue importing a JSONL bundle (kept as the job's input) into ``collection``."""
+    return create_job(
+        kind=JobKind.COLLECTION_IMPORT,
+        task=collection_import_task,
+        label=f"Import {filename} into {collection.slug}",
+        collection=collection,
+        by=by,
+        params={"create_missing_items": create_missing_items, "set_status": set_status},
+        input_file=upload,
+        input_name=filename,
+    )
+
+
+def _import_collection(job: Job, progress: JobProgress) -> None:
+    collection = Collection.objects.get(pk=job.collection_id)
+    with input_path(job) as path:
+        progress.phase(f"reading {path.name}")
+        try:
+            bundle, problems = formats.parse_bundle(path.read_bytes(), str(path))
+        except OSError as exc:
+            raise JobFailed(f"{path.name}: cannot read it ({exc.strerror})") from None
+        if problems:
+            text = formats.describe_problems(problems).replace(str(path), path.name)
+            first, *rest = text.splitlines()
+            raise JobFailed(first, rest)
+        try:
+            with transaction.atomic():
+                report = import_collection_data(
+                    data=bundle,
+                    collection_slug=collection.slug,
+                    create_missing_items=bool(job.params.get("create_missing_items")),
+                    set_status=bool(job.params.get("set_status")),
+                    by=job.created_by,
+                    progress=from_lines(progress),
+                )
+                complete(
+                    job,
+                    progress,
+                    {
+                        "summary": f"Imported {path.name} into {collection.slug}: "
+                        f"{report.items_created} items, {report.queries_created} queries, "
+                        f"{report.judgments_created} judgments created.",
+                        "url": reverse("judgments:collection", args=[collection.slug]),
+                        "link_text": "Open the collection",
+                        "api_url": reverse("judgments-api:collection", args=[collection.slug]),
+                    },
+                )
+        except ImportRefused as exc:
+            first, *rest = str(exc).replace(str(path), path.name).splitlines()
+            raise JobFailed(first, rest) from None
+        except VerityError as exc:
+            raise JobFailed(str(exc)) from None
+
+
+@task()
+def collection_import_task(job_id: int) -> dict[str, Any]:
+    return run_job(job_id, _import_collection)
+
+
+# -- qrels export ---------------------------------------------------------------------------
+
+
+def start_qrels_export(
+    *, snapshot: Snapshot, fmt: str = "trec", with_unjudged: bool = False, by: Any = None
+) -> Job:
+    """Queue writing a snapshot's qrels (TREC, or its canonical JSONL form) to a file the
+    job's author then downloads."""
+    return create_job(
+        kind=JobKind.QRELS_EXPORT,
+        task=qrels_export_task,
+        label=f"Export the qrels of {snapshot.collection.slug} v{snapshot.number} ({fmt})",
+        collection=snapshot.collection,
+        by=by,
+        params={"snapshot": snapshot.number, "format": fmt, "with_unjudged": with_unjudged},
+    )
+
+
+def _export(job: Job, progress: JobProgress) -> dict[str, Any]:
+    p = job.params
+    collection = Collection.objects.get(pk=job.collection_id)
+    try:
+        snapshot = snapshot_of(collection, p["snapshot"])
+    except Snapshot.DoesNotExist as exc:
+        raise JobFailed(str(exc)) from None
+    fmt = p.get("format", "trec")
+    suffix = "jsonl" if fmt == "jsonl" else "qrels"
+    name = f"{collection.slug}-v{snapshot.number}.{suffix}"
+    total = snapshot.n_judgments + (snapshot.n_unjudged if p.get("with_unjudged") else 0)
+    progress.phase("writing the qrels", total if fmt == "trec" else None)
+    with writing_output(job, name) as out:
+        if fmt == "jsonl":
+            for chunk in snapshot_canonical_lines(snapshot):
+                out.write(chunk)
+        else:
+            for n, line in enumerate(
+                snapshot_trec_lines(snapshot, with_unjudged=bool(p.get("with_unjudged"))), 1
+            ):
+                out.write(line.encode("utf-8"))
+                if n % 50000 == 0:
+                    progress.advance(50000)
+    return {
+        "summary": f"Wrote {name}.",
+        "download_name": name,
+        "content_type": "application/jsonl" if fmt == "jsonl" else "text/plain; charset=utf-8",
+        "etag": f"sha256:{snapshot.content_hash}",
+    }
+
+
+@task()
+def qrels_export_task(job_id: int) -> dict[str, Any]:
+    return run_job(job_id, _export)

@@ -1,0 +1,178 @@
+"""The runs of a collection (and the upload form), and one run's ranked list for one
+query with each item's label beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from judgments.models import Collection, Item, Query
+from judgments.selectors import judgments_for_query, may_score, open_tasks_for_query
+from judgments.views.common import _grade_label, _grades
+
+from ..forms import RunUploadForm
+from ..models import Run
+from ..selectors import run_by_name, stage_lists_of, stages_in_order
+from ..tasks import start_run_import
+from .common import _collection_url, member_page
+
+#: Items of a ranked list shown per stage (the rest is counted, not listed).
+LIST_SHOWN = 200
+
+
+def _runs_of(collection: Collection) -> Any:
+    return (
+        Run.objects.filter(collection=collection)
+        .select_related("created_by")
+        .prefetch_related("stages")
+        .order_by("-created_at", "-pk")
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@member_page
+def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """Every run with its stages; evaluators also get the upload form, whose POST
+    starts an import job and lands on its page."""
+    may_upload = may_score(request.user, collection)
+    form = None
+    if may_upload:
+        if request.method == "POST":
+            form = RunUploadForm(request.POST, request.FILES, collection=collection)
+            if form.is_valid():
+                v = form.cleaned_data
+                job = start_run_import(
+                    collection=collection,
+                    upload=v["file"],
+                    filename=v["file"].name or "run",
+                    name=v["name"],
+                    description=v["description"],
+                    order=v["order"],
+                    dedup=v["dedup"],
+                    pool_depth=v["pool_depth"],
+                    ignore_unknown_queries=v["ignore_unknown_queries"],
+                    by=request.user,
+                )
+                return redirect("jobs:job", pk=job.pk)
+        else:
+            form = RunUploadForm(collection=collection)
+    elif request.method == "POST":
+        raise Http404("Uploading runs needs the evaluator role in this collection.")
+    runs = []
+    for run in _runs_of(collection):
+        stages = sorted(run.stages.all(), key=lambda s: s.position)
+        runs.append(
+            {
+                "run": run,
+                "stages": stages,
+                "n_queries": max((s.n_queries for s in stages), default=0),
+            }
+        )
+    return render(
+        request,
+        "scoring/runs.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "crumb": "Runs",
+            "runs": runs,
+            "form": form,
+            "status": 400 if form is not None and form.errors else 200,
+        },
+        status=400 if form is not None and form.errors else 200,
+    )
+
+
+@require_GET
+@member_page
+def ranked_list(request: HttpRequest, collection: Collection, name: str, qid: str) -> HttpResponse:
+    """One query's ranked list in every stage of the run, each item with its grade (or
+    "unjudged"), and the relevant items the run missed."""
+    try:
+        run = run_by_name(collection, name)
+    except Run.DoesNotExist:
+        raise Http404(f"collection '{collection.slug}' has no run '{name}'") from None
+    query = Query.objects.filter(collection=collection, external_id=qid).first()
+    stages = stages_in_order(run)
+    lists = [stage_lists_of(stage, [qid]).get(qid) for stage in stages]
+    if query is None and all(entry is None for entry in lists):
+        raise Http404(f"neither the collection nor run '{name}' has a query '{qid}'")
+    grades: dict[str, Any] = {}
+    queued: set[str] = set()
+    if query is not None:
+        grades = {j.item.external_id: j for j in judgments_for_query(query)}
+        queued = {t.item.external_id for t in open_tasks_for_query(query)}
+    shown_ids = {i for entry in lists if entry for i in entry[0][:LIST_SHOWN]}
+    items = {
+        i.external_id: i
+        for i in Item.objects.filter(collection=collection, external_id__in=shown_ids)
+    }
+    relevant = {item for item, j in grades.items() if collection.is_relevant_grade(j.grade)}
+
+    def row(rank: int, item_id: str) -> dict[str, Any]:
+        judgment = grades.get(item_id)
+        item = items.get(item_id)
+        return {
+            "rank": rank,
+            "id": item_id,
+            "title": item.title if item else "",
+            "placeholder": item is None or item.placeholder,
+            "judgment": judgment,
+            "label": _grade_label(collection, judgment.grade) if judgment else "",
+            "relevant": item_id in relevant,
+            "queued": item_id in queued,
+        }
+
+    columns = []
+    for stage, entry in zip(stages, lists, strict=True):
+        ranked, abstained = entry if entry else ([], False)
+        columns.append(
+            {
+                "stage": stage,
+                "rows": [row(r, i) for r, i in enumerate(ranked[:LIST_SHOWN], start=1)],
+                "hidden": max(0, len(ranked) - LIST_SHOWN),
+                "length": len(ranked),
+                "in_run": entry is not None,
+                "abstained": abstained,
+                "relevant_found": len(relevant & set(ranked)),
+            }
+        )
+    in_any = {i for entry in lists if entry for i in entry[0]}
+    missed = [
+        {
+            "id": item_id,
+            "label": _grade_label(collection, grades[item_id].grade),
+            "in_stages": [
+                c["stage"].name
+                for c, entry in zip(columns, lists, strict=True)
+                if entry and item_id in entry[0]
+            ],
+        }
+        for item_id in sorted(relevant)
+        if len(stages) > 1 or item_id not in in_any
+    ]
+    return render(
+        request,
+        "scoring/ranked_list.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "crumb": f"{run.name} · query {qid}",
+            "run": run,
+            "query": query,
+            "qid": qid,
+            "columns": columns,
+            "missed": [m for m in missed if m["id"] not in in_any],
+            "coverage": missed if len(stages) > 1 else [],
+            "grades": _grades(collection),
+            "may_label": query is not None,
+            "here": request.get_full_path(),
+            "query_url": reverse("judgments:query", args=[collection.slug, qid])
+            if query is not None
+            else None,
+        },
+    )
