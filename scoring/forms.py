@@ -11,9 +11,11 @@ from judgments.models import Collection
 from .engine.cli import parse_ks
 from .engine.params import UNJUDGED_POLICIES
 from .models import DedupPolicy, OrderRule, Run, UnitMapping
+from .upload_options import RunImportOptions
 
 
-class RunUploadForm(forms.Form):
+class RunUploadForm(RunImportOptions):
+    field_order = ["file", "name", "description", "order", "dedup", "pool_depth"]  # box last
     file = forms.FileField(
         label="Run file",
         help_text="A TREC run (qid Q0 docid rank score tag), or a multi-stage JSON Lines run "
