@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "jobs",
     "judgments",
     "scoring",
+    "judges",
 ]
 
 MIDDLEWARE = [

@@ -24,10 +24,12 @@ urlpatterns = [
     path("api/", include("scoring.api.urls")),
     path("api/", include("scoring.api.reports")),
     path("api/", include("jobs.api")),
+    path("api/", include("judges.api")),
     re_path(r"^api/", api_not_found),  # JSON 404 for any other /api/ URL, DEBUG or not
     path("", include("judgments.urls")),
     path("", include("scoring.urls")),
     path("", include("jobs.urls")),
+    path("", include("judges.urls")),
 ]
 
 handler404 = "judgments.api.errors.page_not_found"

@@ -21,6 +21,7 @@ class JobKind(models.TextChoices):
     COMPARISON = "comparison", "comparison"
     COLLECTION_IMPORT = "collection_import", "collection import"
     QRELS_EXPORT = "qrels_export", "qrels export"
+    JUDGING = "judging", "judging by a model"
 
 
 class JobState(models.TextChoices):

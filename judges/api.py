@@ -1,0 +1,131 @@
+"""``/api/collections/<slug>/judges/…``: start a judging job, list proposals, read the
+calibration report."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from jobs.api import JOB_ACCEPTED, job_accepted
+from judgments.api.permissions import CollectionScoped
+from judgments.models import Role
+
+from .models import JudgeConfig, Proposal
+from .selectors import calibration_of, judge_named, proposals_of
+from .services import JudgeError, pairs_from_lines
+from .tasks import start_proposals
+
+
+class ProposalSerializer(serializers.ModelSerializer):
+    query = serializers.CharField(source="query.external_id")
+    item = serializers.CharField(source="item.external_id")
+    job = serializers.IntegerField(source="job_id", allow_null=True)
+
+    class Meta:
+        model = Proposal
+        fields = [
+            "id",
+            "query",
+            "item",
+            "judge",
+            "provider",
+            "model",
+            "prompt_version",
+            "prompt_hash",
+            "params",
+            "grade",
+            "rationale",
+            "raw_answer",
+            "state",
+            "failure_reason",
+            "attempts",
+            "job",
+            "created_at",
+        ]
+
+
+class ProposeInput(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, required=False)
+    include_judged = serializers.BooleanField(default=False)
+    pairs = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2),
+        required=False,
+        help_text='[["QUERY_ID", "ITEM_ID"], …] instead of the pooled unjudged pairs',
+    )
+
+
+class JudgeScoped(CollectionScoped):
+    kwargs: dict[str, str]
+
+    def judge(self) -> JudgeConfig:
+        from rest_framework.exceptions import NotFound
+
+        try:
+            return judge_named(self.collection, self.kwargs["name"])
+        except JudgeConfig.DoesNotExist as exc:
+            raise NotFound(str(exc)) from None
+
+
+@extend_schema(tags=["judges"])
+class ProposalsView(JudgeScoped, generics.ListAPIView):
+    serializer_class = ProposalSerializer
+    required_roles = {"POST": Role.EVALUATOR}
+
+    def get_queryset(self) -> QuerySet[Proposal]:
+        if self.schema_only():
+            return Proposal.objects.none()
+        return proposals_of(self.collection, self.judge().name).order_by("-created_at", "-pk")
+
+    @extend_schema(
+        summary="Start a judging job (evaluator): 202 with Location: /api/jobs/<id>/.",
+        request=ProposeInput,
+        responses={202: JOB_ACCEPTED},
+    )
+    def post(self, request: Request, slug: str, name: str) -> Response:
+        data = ProposeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        judge = self.judge()
+        pairs = None
+        if "pairs" in data.validated_data:
+            text = "\n".join(f"{q} {i}" for q, i in data.validated_data["pairs"])
+            try:
+                pairs = pairs_from_lines(self.collection, text, "pairs")
+            except JudgeError as exc:
+                raise serializers.ValidationError({"pairs": str(exc).splitlines()}) from None
+        job = start_proposals(
+            collection=self.collection,
+            judge=judge.name,
+            pairs=pairs,
+            include_judged=data.validated_data["include_judged"],
+            limit=data.validated_data.get("limit"),
+            by=request.user,
+        )
+        return job_accepted(job)
+
+
+@extend_schema(tags=["judges"])
+class CalibrationView(JudgeScoped, APIView):
+    @extend_schema(summary="The judge's calibration report against the human labels.")
+    def get(self, request: Request, slug: str, name: str) -> Response:
+        return Response(calibration_of(self.collection, self.judge().name))
+
+
+app_name = "judges-api"
+
+urlpatterns = [
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/proposals/",
+        ProposalsView.as_view(),
+        name="proposals",
+    ),
+    path(
+        "collections/<slug:slug>/judges/<slug:name>/calibration/",
+        CalibrationView.as_view(),
+        name="calibration",
+    ),
+]

@@ -1,0 +1,145 @@
+"""Model judges: their configuration per collection, and the grades they propose.
+
+A ``Proposal`` is never a ``Judgment``: it is stored apart, with its provenance, and
+enters a snapshot only where a collection's resolution policy says so explicitly
+(``judges.services.accepted_proposals``). The built-in ``local-baseline`` judge needs
+no row: ``judges.selectors.judge_named`` gives it to every collection.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+BASELINE_NAME = "local-baseline"
+
+
+class Provider(models.TextChoices):
+    OPENAI = "openai-compatible", "OpenAI-compatible chat completions"
+    LOCAL = "local-baseline", "offline baseline (static embeddings)"
+
+
+class JudgeConfig(models.Model):
+    """How one named judge of a collection asks its model.
+
+    ``api_key_env`` names the environment variable that holds the key: the key itself is
+    never stored, logged or shown. ``request_budget`` bounds the HTTP requests of one job,
+    retries included; ``retries`` is the extra attempts per pair.
+    """
+
+    collection = models.ForeignKey(
+        "judgments.Collection", on_delete=models.CASCADE, related_name="judges"
+    )
+    name = models.SlugField(max_length=100)
+    provider = models.CharField(max_length=32, choices=Provider.choices, default=Provider.OPENAI)
+    base_url = models.URLField(
+        blank=True, help_text="e.g. http://127.0.0.1:8080/v1 (…/chat/completions is added)"
+    )
+    model = models.CharField(max_length=200, blank=True)
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the API key (never the key).",
+    )
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    retries = models.PositiveSmallIntegerField(default=2, help_text="Extra attempts per pair.")
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    request_budget = models.PositiveIntegerField(
+        default=1000, help_text="At most this many requests per job, retries included."
+    )
+    backoff = models.FloatField(
+        default=1.0, help_text="Seconds before the first retry; doubled for each next one."
+    )
+    temperature = models.FloatField(default=0.0)
+    prompt_version = models.CharField(max_length=32, default="umbrela-v1")
+    show_in_queue = models.BooleanField(
+        default=True,
+        help_text="Show this judge's proposals in the review queue (never with several "
+        "assessors per item: that assessment is blind).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "name"], name="judgeconfig_unique"),
+            models.CheckConstraint(
+                condition=Q(concurrency__gte=1), name="judgeconfig_concurrency_positive"
+            ),
+            models.CheckConstraint(condition=Q(timeout__gt=0), name="judgeconfig_timeout_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection_id}/{self.name}"
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.provider == Provider.LOCAL
+
+    def params(self) -> dict[str, object]:
+        """The parameters a proposal records: everything that shapes the answer, and
+        nothing secret (the key's variable name is not even needed to reproduce it)."""
+        if self.is_baseline:
+            return {}
+        return {
+            "base_url": self.base_url,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "concurrency": self.concurrency,
+            "request_budget": self.request_budget,
+            "temperature": self.temperature,
+        }
+
+
+class ProposalState(models.TextChoices):
+    OK = "ok", "ok"
+    FAILED = "failed", "failed"
+
+
+class Proposal(models.Model):
+    """A grade a model judge suggests for one (query, item) pair, with its provenance.
+
+    ``grade`` is null exactly when the proposal failed; ``failure_reason`` then says why
+    (every attempt's reason, in order). Several proposals per pair are kept: one per job.
+    """
+
+    collection = models.ForeignKey(
+        "judgments.Collection", on_delete=models.CASCADE, related_name="proposals"
+    )
+    query = models.ForeignKey("judgments.Query", on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey("judgments.Item", on_delete=models.CASCADE, related_name="+")
+    judge = models.CharField(max_length=100)
+    provider = models.CharField(max_length=32, choices=Provider.choices)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=32)
+    prompt_hash = models.CharField(max_length=64, help_text="sha256 of the filled prompt")
+    params = models.JSONField(default=dict, blank=True)
+    grade = models.SmallIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    raw_answer = models.TextField(blank=True)
+    state = models.CharField(max_length=16, choices=ProposalState.choices)
+    failure_reason = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    job = models.ForeignKey(
+        "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=ProposalState.values), name="proposal_state_valid"
+            ),
+            models.CheckConstraint(
+                condition=(Q(state="ok") & Q(grade__isnull=False))
+                | (Q(state="failed") & Q(grade__isnull=True)),
+                name="proposal_grade_iff_ok",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["collection", "judge", "query", "item"], name="proposal_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge}: {self.query_id}/{self.item_id}={self.grade} ({self.state})"

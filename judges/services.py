@@ -1,0 +1,240 @@
+"""State changes of the judges app: asking a judge about pairs and storing its
+proposals; and what a resolution policy that accepts proposals would count.
+
+Asking (``ask_judge``) holds no transaction and writes nothing: a job may spend minutes
+on a model server. Storing (``store_proposals``) is one transaction. ``propose_labels``
+does both, for the management command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from jobs.progress import Progress
+from judgments.models import Collection, Item, Query
+
+from . import selectors
+from .models import JudgeConfig, Proposal, ProposalState
+from .prompts import fill_prompt
+from .providers import Outcome
+from .selectors import Pair
+
+
+class JudgeError(Exception):
+    """The judge cannot run as asked (no such pairs, a missing key, a bad template)."""
+
+
+@dataclass
+class Asked:
+    """What a judge made of the pairs: the outcomes, and the provenance to store."""
+
+    judge: JudgeConfig
+    model: str
+    prompt_hash: str
+    params: dict[str, Any]
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def unasked(self) -> int:
+        return sum(1 for o in self.outcomes if o.attempts == 0)
+
+    def summary(self, stored: int) -> str:
+        ok = sum(1 for o in self.outcomes if o.grade is not None)
+        failed = sum(1 for o in self.outcomes if o.attempts and o.grade is None)
+        text = f"{self.judge.name}: {stored} proposals stored ({ok} graded, {failed} failed)"
+        if self.unasked:
+            text += f"; {self.unasked} pairs not asked: the request budget was spent"
+        return text + "."
+
+
+def pairs_from_lines(collection: Collection, text: str, name: str) -> list[Pair]:
+    """Pairs named one per line as ``QUERY_ID ITEM_ID`` (blank lines and ``#`` comments
+    skipped). Every problem is listed with its line, and nothing is returned then."""
+    queries = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
+    items = dict(Item.objects.filter(collection=collection).values_list("external_id", "pk"))
+    pairs, problems = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != 2:
+            problems.append(f"{name} line {number}: expected 'QUERY_ID ITEM_ID', got {line!r}")
+            continue
+        qid, iid = fields
+        if qid not in queries:
+            problems.append(f"{name} line {number}: no query '{qid}' in '{collection.slug}'")
+        elif iid not in items:
+            problems.append(f"{name} line {number}: no item '{iid}' in '{collection.slug}'")
+        else:
+            pairs.append((queries[qid], items[iid]))
+    if problems:
+        raise JudgeError("\n".join(problems))
+    if not pairs:
+        raise JudgeError(f"{name}: names no pair; write one 'QUERY_ID ITEM_ID' per line")
+    return list(dict.fromkeys(pairs))
+
+
+def choose_pairs(
+    collection: Collection,
+    judge: JudgeConfig,
+    *,
+    pairs: Sequence[Pair] | None = None,
+    include_judged: bool = False,
+    limit: int | None = None,
+) -> list[Pair]:
+    """The pairs a job asks about: the given ones, or the pooled unjudged pairs (and the
+    judged ones with ``include_judged``, to calibrate the judge) that this judge has not
+    graded yet with its current prompt."""
+    if pairs is None:
+        chosen = selectors.open_pairs(collection)
+        if include_judged:
+            chosen += selectors.judged_pairs(collection)
+        done = {
+            key
+            for key, p in selectors.current_proposals(collection, judge.name).items()
+            if p.prompt_version == judge.prompt_version
+        }
+        chosen = [p for p in dict.fromkeys(chosen) if p not in done]
+    else:
+        chosen = list(pairs)
+    return chosen[:limit] if limit is not None else chosen
+
+
+def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, dict[str, Any]]:
+    from .providers.chat import ChatJudge
+
+    try:
+        prompt = fill_prompt(
+            judge.prompt_version,
+            scale=collection.scale,
+            relevant_grade=collection.relevant_grade,
+            guidelines=collection.guidelines,
+        )
+    except KeyError as exc:
+        raise JudgeError(str(exc.args[0])) from None
+    key = ""
+    if judge.api_key_env:
+        key = os.environ.get(judge.api_key_env, "")
+        if not key:
+            raise JudgeError(
+                f"judge '{judge.name}' reads its API key from the environment variable "
+                f"{judge.api_key_env}, which is not set where this runs; set it, then retry"
+            )
+    if not judge.base_url or not judge.model:
+        raise JudgeError(f"judge '{judge.name}' needs a base URL and a model name")
+    asker = ChatJudge(
+        base_url=judge.base_url,
+        model=judge.model,
+        prompt=prompt,
+        grades=collection.grades,
+        api_key=key,
+        timeout=judge.timeout,
+        retries=judge.retries,
+        concurrency=judge.concurrency,
+        request_budget=judge.request_budget,
+        backoff=judge.backoff,
+        temperature=judge.temperature,
+    )
+    return asker, prompt.hash, judge.params()
+
+
+def ask_judge(
+    *,
+    collection: Collection,
+    judge: JudgeConfig,
+    pairs: Sequence[Pair],
+    progress: Progress | None = None,
+) -> Asked:
+    """Ask ``judge`` to grade ``pairs``; writes nothing. Invariant: one outcome per pair,
+    a grade only when it is on the collection's scale."""
+    import hashlib
+
+    progress = progress or Progress()
+    texts = selectors.pair_texts(pairs)
+    if judge.is_baseline:
+        from .providers import baseline
+
+        humans = selectors.human_labels(collection)
+        reference = [
+            (t, humans[(t.query_pk, t.item_pk)].grade) for t in selectors.pair_texts(sorted(humans))
+        ]
+        asker: Any = baseline.BaselineJudge(collection.grades, reference)
+        model, prompt_hash = baseline.MODEL, hashlib.sha256(baseline.METHOD.encode()).hexdigest()
+        params: dict[str, Any] = {"method": baseline.METHOD}
+    else:
+        asker, prompt_hash, params = _chat_judge(judge, collection)
+        model = judge.model
+    progress.phase(f"asking {judge.name}", len(texts))
+    outcomes = asker.judge(texts, done=lambda _: progress.advance(1))
+    if judge.is_baseline:
+        params["cuts"] = asker.cuts
+    return Asked(
+        judge=judge, model=model, prompt_hash=prompt_hash, params=params, outcomes=outcomes
+    )
+
+
+@transaction.atomic
+def store_proposals(*, collection: Collection, asked: Asked, job: Any = None) -> list[Proposal]:
+    """Store one proposal per pair that was asked, failed ones with their reasons; never
+    a ``Judgment``: proposals enter no snapshot unless a policy accepts them."""
+    rows = [
+        Proposal(
+            collection=collection,
+            query_id=o.pair.query_pk,
+            item_id=o.pair.item_pk,
+            judge=asked.judge.name,
+            provider=asked.judge.provider,
+            model=asked.model,
+            prompt_version=asked.judge.prompt_version,
+            prompt_hash=asked.prompt_hash,
+            params=asked.params,
+            grade=o.grade,
+            rationale=o.rationale,
+            raw_answer=o.raw,
+            state=ProposalState.OK if o.grade is not None else ProposalState.FAILED,
+            failure_reason=o.failure,
+            attempts=o.attempts,
+            job=job,
+        )
+        for o in asked.outcomes
+        if o.attempts > 0
+    ]
+    return Proposal.objects.bulk_create(rows, batch_size=1000)
+
+
+def propose_labels(
+    *,
+    collection: Collection,
+    judge: JudgeConfig,
+    pairs: Sequence[Pair] | None = None,
+    include_judged: bool = False,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[Asked, list[Proposal]]:
+    """Ask the judge about the chosen pairs, then store its proposals (one transaction)."""
+    chosen = choose_pairs(
+        collection, judge, pairs=pairs, include_judged=include_judged, limit=limit
+    )
+    asked = ask_judge(collection=collection, judge=judge, pairs=chosen, progress=progress)
+    return asked, store_proposals(collection=collection, asked=asked)
+
+
+def accepted_proposals(collection: Collection, judge: str) -> list[Proposal]:
+    """What a policy "accept model proposals where no human assessed" would add to a
+    snapshot: the judge's current successful proposal of every pair that has no human
+    label. Reads only; the snapshot code decides whether to use it.
+
+    How a freeze should count them (for whoever wires the policy in): add each returned
+    proposal's (query, item, grade) to the frozen judgments with its judge's name as the
+    assessor kind "model:<judge>", and put ``{"model_labels": {"<judge>": n}}`` in the
+    snapshot header and its report, so that every number says how many labels came from
+    which judge. With the default policy nothing here is called: no model label at all.
+    """
+    humans = set(selectors.human_labels(collection))
+    current = selectors.current_proposals(collection, judge)
+    return [p for key, p in sorted(current.items()) if key not in humans]

@@ -1,0 +1,16 @@
+from django.urls import path
+
+from . import views
+
+app_name = "judges"
+
+urlpatterns = [
+    path("c/<slug:slug>/judges/", views.judge_list, name="judges"),
+    path("c/<slug:slug>/judges/<slug:name>/start/", views.judge_start, name="start"),
+    path("c/<slug:slug>/judges/<slug:name>/proposals/", views.proposal_list, name="proposals"),
+    path(
+        "c/<slug:slug>/judges/<slug:name>/calibration/",
+        views.calibration_page,
+        name="calibration",
+    ),
+]
