@@ -66,7 +66,7 @@ class JudgeScoped(CollectionScoped):
         from rest_framework.exceptions import NotFound
 
         try:
-            return judge_named(self.collection, self.kwargs["name"])
+            return judge_named(self.collection, self.kwargs["judge"])
         except JudgeConfig.DoesNotExist as exc:
             raise NotFound(str(exc)) from None
 
@@ -86,10 +86,10 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
         request=ProposeInput,
         responses={202: JOB_ACCEPTED},
     )
-    def post(self, request: Request, slug: str, name: str) -> Response:
+    def post(self, request: Request, slug: str, judge: str) -> Response:
         data = ProposeInput(data=request.data)
         data.is_valid(raise_exception=True)
-        judge = self.judge()
+        config = self.judge()
         pairs = None
         if "pairs" in data.validated_data:
             text = "\n".join(f"{q} {i}" for q, i in data.validated_data["pairs"])
@@ -99,7 +99,7 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
                 raise serializers.ValidationError({"pairs": str(exc).splitlines()}) from None
         job = start_proposals(
             collection=self.collection,
-            judge=judge.name,
+            judge=config.name,
             pairs=pairs,
             include_judged=data.validated_data["include_judged"],
             limit=data.validated_data.get("limit"),
@@ -111,7 +111,7 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
 @extend_schema(tags=["judges"])
 class CalibrationView(JudgeScoped, APIView):
     @extend_schema(summary="The judge's calibration report against the human labels.")
-    def get(self, request: Request, slug: str, name: str) -> Response:
+    def get(self, request: Request, slug: str, judge: str) -> Response:
         return Response(calibration_of(self.collection, self.judge().name))
 
 
@@ -119,12 +119,12 @@ app_name = "judges-api"
 
 urlpatterns = [
     path(
-        "collections/<slug:slug>/judges/<slug:name>/proposals/",
+        "collections/<slug:slug>/judges/<slug:judge>/proposals/",
         ProposalsView.as_view(),
         name="proposals",
     ),
     path(
-        "collections/<slug:slug>/judges/<slug:name>/calibration/",
+        "collections/<slug:slug>/judges/<slug:judge>/calibration/",
         CalibrationView.as_view(),
         name="calibration",
     ),

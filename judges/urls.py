@@ -6,10 +6,10 @@ app_name = "judges"
 
 urlpatterns = [
     path("c/<slug:slug>/judges/", views.judge_list, name="judges"),
-    path("c/<slug:slug>/judges/<slug:name>/start/", views.judge_start, name="start"),
-    path("c/<slug:slug>/judges/<slug:name>/proposals/", views.proposal_list, name="proposals"),
+    path("c/<slug:slug>/judges/<slug:judge>/start/", views.judge_start, name="start"),
+    path("c/<slug:slug>/judges/<slug:judge>/proposals/", views.proposal_list, name="proposals"),
     path(
-        "c/<slug:slug>/judges/<slug:name>/calibration/",
+        "c/<slug:slug>/judges/<slug:judge>/calibration/",
         views.calibration_page,
         name="calibration",
     ),

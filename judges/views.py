@@ -42,15 +42,15 @@ def judge_list(request: HttpRequest, collection: Collection) -> HttpResponse:
 
 @require_POST
 @member_view()
-def judge_start(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
+def judge_start(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
     """Start a judging job over the pooled unjudged pairs (evaluator)."""
     if not may(request.user, collection, Role.EVALUATOR):
         raise PermissionDenied("Starting a judge needs the evaluator role.")
-    judge = _judge(collection, name)
+    config = _judge(collection, judge)
     limit = request.POST.get("limit", "").strip()
     job = start_proposals(
         collection=collection,
-        judge=judge.name,
+        judge=config.name,
         include_judged=request.POST.get("include_judged") == "on",
         limit=int(limit) if limit.isdigit() and int(limit) > 0 else None,
         by=request.user,
@@ -60,22 +60,22 @@ def judge_start(request: HttpRequest, collection: Collection, name: str) -> Http
 
 @require_GET
 @member_view()
-def proposal_list(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
-    judge = _judge(collection, name)
-    rows = proposals_of(collection, judge.name).order_by("-created_at", "-pk")
+def proposal_list(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
+    config = _judge(collection, judge)
+    rows = proposals_of(collection, config.name).order_by("-created_at", "-pk")
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
     return render(
         request,
         "judges/proposals.html",
-        {"collection": collection, "judge": judge, "page": page},
+        {"collection": collection, "judge": config, "page": page},
     )
 
 
 @require_GET
 @member_view()
-def calibration_page(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
-    judge = _judge(collection, name)
-    report = calibration_of(collection, judge.name)
+def calibration_page(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
+    config = _judge(collection, judge)
+    report = calibration_of(collection, config.name)
     grades = [{"grade": g, "name": collection.grade_name(g)} for g in collection.grades]
     rows = [
         {"grade": g, "counts": counts}
@@ -86,7 +86,7 @@ def calibration_page(request: HttpRequest, collection: Collection, name: str) ->
         "judges/calibration.html",
         {
             "collection": collection,
-            "judge": judge,
+            "judge": config,
             "report": report,
             "interval": report["interval"] or {},
             "grades": grades,

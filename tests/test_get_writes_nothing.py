@@ -52,6 +52,7 @@ def arguments(route: str, params: list[str], demo: dict[str, Any]) -> dict[str, 
     values = {
         "slug": "demo-handbook",
         "name": "pipeline",
+        "judge": "local-baseline",
         "pk": pk,
         "number": 1,
         "other": 1,
