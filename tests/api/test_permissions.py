@@ -81,6 +81,9 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     f"POST {C}/runs/{{name}}/diagnosis/":                   (401, 404, 403, 202, 202, 202),
     f"POST {C}/snapshots/{{number}}/exports/":              (401, 404, 403, 202, 202, 202),
     f"POST {C}/imports/":                                   (401, 404, 403, 403, 202, 202),
+    f"GET {C}/judges/{{judge}}/proposals/":                 (401, 404, 200, 200, 200, 200),
+    f"POST {C}/judges/{{judge}}/proposals/":                (401, 404, 403, 202, 202, 202),
+    f"GET {C}/judges/{{judge}}/calibration/":               (401, 404, 200, 200, 200, 200),
     # A job: seen by its author and its collection's members; retried and downloaded by
     # its author (here the evaluator) or a superuser.
     "GET /api/jobs/{id}/":                                  (401, 404, 200, 200, 200, 200),
@@ -108,6 +111,7 @@ def path_values(path: str, world: World) -> dict[str, Any]:
         "item_id": "x",
         "username": "reviewer",
         "name": world.run.name,
+        "judge": "local-baseline",
         "other": world.v2.number,
         "id": ids.get(collection_part),
         "number": numbers.get(collection_part),
