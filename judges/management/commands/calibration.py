@@ -55,6 +55,13 @@ class Command(BaseCommand):
             lines.append(f"  intervals: {ci['level']:.0%} bootstrap over pairs, seed {ci['seed']}")
         if report.get("reason"):
             lines.append(f"  undefined: {report['reason']}")
+        if report["pairs"] < report["min_pairs"]:
+            lines.append(
+                "  next: let the judge propose on pairs people already judged "
+                f"(manage.py propose_labels {collection.slug} --judge {judge.name} "
+                "--include-judged; it never sees their grades), or have reviewers judge the "
+                "proposed pairs"
+            )
         bias = report["bias"]
         if bias["mean_difference"] is not None:
             lines.append(
