@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("c/<slug:slug>/", views.collection_detail, name="collection"),
     path("c/<slug:slug>/review/", views.review, name="review"),
+    path("c/<slug:slug>/review/claim/", views.review_claim, name="review-claim"),
     path("c/<slug:slug>/review/judge/", views.review_judge, name="review-judge"),
     path("c/<slug:slug>/review/skip/", views.review_skip, name="review-skip"),
     path("c/<slug:slug>/review/undo/", views.review_undo, name="review-undo"),

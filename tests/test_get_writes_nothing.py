@@ -1,11 +1,20 @@
-"""No GET writes: every GET URL of the URLconf, as an evaluator on the demo, with real
-arguments, leaves every table's row count as it was.
+"""No GET writes: every GET URL of the URLconf, walked as an evaluator and as a reviewer on
+the demo, with real arguments, leaves every table exactly as it was: not only its row
+count, but every value of every row.
 
 The URL list is built from the URLconf itself (so a new page is walked without anyone
 adding it here); each pattern's arguments come from the demo that ``load_demo`` makes,
 plus one finished job. Pages that also answer ``?format=json`` / ``csv`` are walked in
 those forms too. Only Django's own admin is left out: for an evaluator (not staff) each
 of its pages is a redirect to the login.
+
+The reviewer's walk adds the review queue in every scope (all queries, ``?query=``,
+``?tag=``), as a page and as the JSON its script asks for, first with nothing held, then
+holding a task, in its scope and out of it: a GET shows the task held, and never claims,
+extends or releases one (claiming is ``POST /c/<slug>/review/claim/``).
+
+The fingerprint of the database is taken after the logins (which write a session row and
+``last_login``), so nothing is excluded from it.
 """
 
 from __future__ import annotations
@@ -17,13 +26,18 @@ import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection, models
+from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from jobs.models import Job, JobKind, JobState
-from judgments.models import Collection
+from judgments.models import Collection, ReviewTask, TaskStatus
 from scoring.models import Evaluation
 
 pytestmark = pytest.mark.django_db
+
+JSON = {"HTTP_ACCEPT": "application/json"}
+Rows = dict[str, dict[Any, tuple[Any, ...]]]
 
 
 def named_patterns(
@@ -68,37 +82,7 @@ def arguments(route: str, params: list[str], demo: dict[str, Any]) -> dict[str, 
     return {p: values[p] for p in params}
 
 
-def row_counts() -> dict[str, int]:
-    return {
-        m._meta.label: m._default_manager.count()
-        for m in apps.get_models()
-        if m._meta.managed and not m._meta.proxy
-    }
-
-
-@pytest.fixture
-def demo(settings, job_dir) -> dict[str, Any]:
-    settings.DEBUG = True  # load_demo's users need it
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    call_command("load_demo", stdout=io.StringIO())
-    collection = Collection.objects.get(slug="demo-handbook")
-    evaluator = get_user_model().objects.get(username="evaluator")
-    job = Job.objects.create(
-        kind=JobKind.SNAPSHOT_FREEZE,
-        state=JobState.DONE,
-        collection=collection,
-        created_by=evaluator,
-        label="Freeze",
-        task_path="judgments.tasks.freeze_task",
-        result={"summary": "Nothing changed since v1.", "url": "/c/demo-handbook/snapshots/"},
-    )
-    evaluation = Evaluation.objects.filter(run__name="pipeline").order_by("pk").last()
-    a, b = (Evaluation.objects.get(run__name=n).pk for n in ("lexical", "titles"))
-    return {"evaluator": evaluator, "job": job.pk, "evaluation": evaluation.pk, "pair": (a, b)}
-
-
-def test_every_get_url_writes_nothing(client, demo):
-    client.force_login(demo["evaluator"])
+def every_get_url(demo: dict[str, Any]) -> list[str]:
     urls = []
     for name, route, params in named_patterns(get_resolver().url_patterns):
         url = reverse(name, kwargs=arguments(route, params, demo))
@@ -109,22 +93,180 @@ def test_every_get_url_writes_nothing(client, demo):
             w in name for w in ("report", "diagnosis", "compare")
         ):
             urls += [f"{url}{'&' if '?' in url else '?'}format={f}" for f in ("json", "csv")]
-    assert len(urls) > 60 and "/c/demo-handbook/runs/pipeline/diagnosis/" in urls
-    statuses = {}
-    before = row_counts()
+    return urls
 
-    for url in urls:
-        response = client.get(url)
+
+def managed_models() -> list[type[models.Model]]:
+    """Every table Django manages, the many-to-many link tables included."""
+    return [
+        m
+        for m in apps.get_models(include_auto_created=True)
+        if m._meta.managed and not m._meta.proxy
+    ]
+
+
+def database_rows() -> Rows:
+    """Every row of every managed table, by primary key: all its columns' stored values
+    (plain SQL: this runs twice per GET, and the ORM's conversions would triple its cost)."""
+    rows: Rows = {}
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        for model in managed_models():
+            meta = model._meta
+            columns = [f.column for f in meta.concrete_fields]
+            at = columns.index(meta.pk.column)
+            cursor.execute(
+                f"SELECT {', '.join(map(quote, columns))} FROM {quote(meta.db_table)} "
+                f"ORDER BY {quote(meta.pk.column)}"
+            )
+            rows[meta.label] = {row[at]: row for row in cursor.fetchall()}
+    return rows
+
+
+def differences(before: Rows, after: Rows) -> list[str]:
+    """What changed, table by table: rows added, removed, and changed values (a few)."""
+    found = []
+    for label, old in before.items():
+        new = after[label]
+        if old == new:
+            continue
+        added, removed = new.keys() - old.keys(), old.keys() - new.keys()
+        changed = [pk for pk in old.keys() & new.keys() if old[pk] != new[pk]]
+        columns = [f.column for f in apps.get_model(label)._meta.concrete_fields]
+        samples = [
+            f"pk {pk}: "
+            + ", ".join(
+                f"{c} {a!r} -> {b!r}"
+                for c, a, b in zip(columns, old[pk], new[pk], strict=True)
+                if a != b
+            )
+            for pk in sorted(changed)[:3]
+        ]
+        found.append(
+            f"{label}: {len(added)} added, {len(removed)} removed, {len(changed)} changed"
+            + (f" ({'; '.join(samples)})" if samples else "")
+        )
+    return found
+
+
+class Walk:
+    """GET each URL in turn as one client, and record any GET that changed the database.
+
+    The rows read after one GET are the rows before the next: walks that share ``seen``
+    must ``look()`` again after anything else writes (a POST, a login)."""
+
+    def __init__(self, client: Client, who: str, seen: dict[str, Rows]) -> None:
+        self.client, self.who, self.seen = client, who, seen
+        self.statuses: dict[str, int] = {}
+        self.writes: list[str] = []
+
+    def look(self) -> None:
+        self.seen["rows"] = database_rows()
+
+    def get(self, url: str, **headers: Any) -> Any:
+        response = self.client.get(url, **headers)
         if getattr(response, "streaming", False):
             b"".join(response.streaming_content)
-        statuses[url] = response.status_code
-        after = row_counts()
-        changed = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
-        assert not changed, f"GET {url} ({response.status_code}) changed row counts: {changed}"
+        key = f"{url} [json]" if headers else url
+        self.statuses[key] = response.status_code
+        before = self.seen["rows"]
+        self.look()
+        changed = differences(before, self.seen["rows"])
+        if changed:
+            self.writes.append(
+                f"{self.who}: GET {key} ({response.status_code}) " + "; ".join(changed)
+            )
+        return response
 
-    # The walk reached the pages, not a wall of errors.
-    assert not [u for u, s in statuses.items() if s >= 500]
-    ok = [u for u, s in statuses.items() if s == 200]
+    def ok(self) -> set[str]:
+        return {u for u, s in self.statuses.items() if s == 200}
+
+
+@pytest.fixture
+def demo(settings, job_dir) -> dict[str, Any]:
+    settings.DEBUG = True  # load_demo's users need it
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("load_demo", stdout=io.StringIO())
+    collection = Collection.objects.get(slug="demo-handbook")
+    users = get_user_model().objects.in_bulk(["evaluator", "reviewer"], field_name="username")
+    job = Job.objects.create(
+        kind=JobKind.SNAPSHOT_FREEZE,
+        state=JobState.DONE,
+        collection=collection,
+        created_by=users["evaluator"],
+        label="Freeze",
+        task_path="judgments.tasks.freeze_task",
+        result={"summary": "Nothing changed since v1.", "url": "/c/demo-handbook/snapshots/"},
+    )
+    evaluation = Evaluation.objects.filter(run__name="pipeline").order_by("pk").last()
+    a, b = (Evaluation.objects.get(run__name=n).pk for n in ("lexical", "titles"))
+    return {
+        **users,
+        "collection": collection,
+        "job": job.pk,
+        "evaluation": evaluation.pk,
+        "pair": (a, b),
+    }
+
+
+def assert_wrote_nothing(*walks: Walk) -> None:
+    writes = [w for walk in walks for w in walk.writes]
+    assert not writes, "GET requests wrote to the database:\n" + "\n".join(writes)
+
+
+def logged_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_every_get_url_writes_nothing(demo):
+    urls = every_get_url(demo)
+    assert len(urls) > 60 and "/c/demo-handbook/runs/pipeline/diagnosis/" in urls
+    review = reverse("judgments:review", args=["demo-handbook"])
+    open_tasks = ReviewTask.objects.filter(
+        collection=demo["collection"], status=TaskStatus.PENDING
+    ).select_related("query")
+    first = open_tasks.order_by("-priority", "pk").first()
+    assert first is not None, "the demo has open review tasks to claim"
+    tag = first.query.tags[0]
+    scopes = ["", f"?query={first.query.external_id}", f"?tag={tag}"]
+
+    seen: dict[str, Rows] = {}
+    evaluator = Walk(logged_in(demo["evaluator"]), "evaluator", seen)
+    reviewer = Walk(logged_in(demo["reviewer"]), "reviewer", seen)
+    evaluator.look()  # after both logins
+    for walk in (evaluator, reviewer):
+        for url in urls:
+            walk.get(url)
+    # The queue in each scope, as a page and as its script's JSON, nothing held yet.
+    for scope in scopes:
+        reviewer.get(review + scope)
+        reviewer.get(review + scope, **JSON)
+    assert_wrote_nothing(evaluator, reviewer)
+    assert not ReviewTask.objects.filter(claimed_by=demo["reviewer"]).exists()
+
+    # Now holding a task (claimed by POST): a GET shows it in its scope, and out of its
+    # scope (another query) neither releases it nor claims another.
+    claimed = reviewer.client.post(reverse("judgments:review-claim", args=["demo-handbook"]))
+    reviewer.look()
+    held = ReviewTask.objects.get(claimed_by=demo["reviewer"], status=TaskStatus.CLAIMED)
+    other = open_tasks.exclude(query=held.query).first()
+    shown = {}
+    for scope in [*scopes, f"?query={other.query.external_id}"]:
+        shown[scope] = reviewer.get(review + scope).context["task"]
+        reviewer.get(review + scope, **JSON)
+
+    assert_wrote_nothing(evaluator, reviewer)
+    assert claimed.status_code == 303 and claimed["Location"] == review
+    assert held.pk == first.pk  # the queue's first task
+    assert [t.pk if t else None for t in shown.values()] == [held.pk, held.pk, held.pk, None]
+    held.refresh_from_db()
+    assert (held.status, held.claimed_by) == (TaskStatus.CLAIMED, demo["reviewer"])
+
+    # The walks reached the pages, not a wall of errors.
+    for walk in (evaluator, reviewer):
+        assert not [u for u, s in walk.statuses.items() if s >= 500], walk.who
     a, b = demo["pair"]
     for page in (
         "/c/demo-handbook/",
@@ -138,4 +280,12 @@ def test_every_get_url_writes_nothing(client, demo):
         f"/c/demo-handbook/compare/?a={a}&b={b}",
         f"/api/collections/demo-handbook/compare/?a={a}&b={b}&format=csv",
     ):
-        assert page in ok, (page, statuses.get(page))
+        assert page in evaluator.ok(), (page, evaluator.statuses.get(page))
+    for page in (
+        "/c/demo-handbook/",
+        "/c/demo-handbook/q/q001/",
+        "/api/collections/demo-handbook/tasks/",
+        *(review + scope for scope in scopes),
+        *(f"{review}{scope} [json]" for scope in scopes),
+    ):
+        assert page in reviewer.ok(), (page, reviewer.statuses.get(page))

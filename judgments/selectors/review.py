@@ -136,6 +136,33 @@ def queue_progress(collection: Collection) -> tuple[int, int]:
     return n_open, n_claimed
 
 
+def held_task_for(
+    reviewer: Any,
+    collection: Collection,
+    *,
+    query: Query | None = None,
+    tag: str | None = None,
+) -> ReviewTask | None:
+    """The task ``reviewer`` holds under a live lease in the scope (one query, the
+    queries with one tag, or the whole collection), the soonest to expire first: the one
+    ``claim_next_task`` would hand back. ``None`` when they hold none there. A read: it
+    claims, extends and releases nothing (a GET shows what is held; a POST claims)."""
+    held = ReviewTask.objects.filter(
+        collection=collection,
+        status=TaskStatus.CLAIMED,
+        claimed_by=reviewer,
+        lease_expires_at__gt=timezone.now(),
+    )
+    if query is not None:
+        held = held.filter(query=query)
+    if tag is not None:
+        # Ids, not a subquery: with_tag's SQLite form names the query table, which a
+        # subquery renames (as in claim_next_task).
+        tagged = Query.objects.filter(collection=collection).with_tag(tag)
+        held = held.filter(query_id__in=list(tagged.values_list("pk", flat=True)))
+    return held.order_by("lease_expires_at", "pk").first()
+
+
 def task_for_review(collection: Collection, task_id: int, *, sources: bool = True) -> ReviewTask:
     """The task with its query and item, and its sources (best rank first) unless
     ``sources=False``: one query each. ``ReviewTask.DoesNotExist`` unless it belongs to

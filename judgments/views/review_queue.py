@@ -1,6 +1,9 @@
 """The review queue: claim the next task, judge it, skip it, undo the session's latest
 judgment, and settle a query's status when its last item is judged.
 
+No GET writes: the queue's page shows the task the reviewer holds, or a button that
+claims the next one by POST (``review_claim``), which its script presses on load.
+
 Review goes a query at a time (``claim_next_task``): within the scope (the whole
 collection, ``?query=ID`` or ``?tag=TAG``) the queue serves the open items of the query
 just worked on before it moves to the next one. When a query has no open item left, the
@@ -19,7 +22,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -30,6 +33,7 @@ from ..highlight import query_terms
 from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
 from ..selectors import (
     QueryProgress,
+    held_task_for,
     judgment_changes,
     open_tasks_of,
     query_in,
@@ -114,6 +118,10 @@ class ReviewScope:
             return "?" + urlencode({"query": self.query.external_id})
         return "?" + urlencode({"tag": self.tag}) if self.tag else ""
 
+    def held(self, request: HttpRequest, collection: Collection) -> ReviewTask | None:
+        """The task this reviewer holds in this scope, read only."""
+        return held_task_for(request.user, collection, query=self.query, tag=self.tag or None)
+
     def claim(
         self, request: HttpRequest, collection: Collection, *, current: int | None = None
     ) -> ReviewTask | None:
@@ -138,6 +146,9 @@ class Queue:
     def claim(self, *, current: int | None = None) -> ReviewTask | None:
         return self.scope.claim(self.request, self.collection, current=current)
 
+    def held(self) -> ReviewTask | None:
+        return self.scope.held(self.request, self.collection)
+
     def answer(self, **kwargs: Any) -> HttpResponse:
         return _queue_response(self.request, self.collection, self.session, self.scope, **kwargs)
 
@@ -156,11 +167,15 @@ def _queue_response(
     note: str = "",
     status: int = 200,
     keep_panel: bool = False,
+    offer_claim: bool = False,
+    page: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """The queue's answer: JSON (with the panel's HTML) to the script, else a redirect
-    after a successful POST, else the whole page."""
-    if not wants_json(request) and request.method == "POST" and status == 200:
+    after a successful POST, else the whole page. ``offer_claim``: nothing is held, so
+    the panel is the button that claims the next task (a GET never claims one).
+    ``page``: the whole page even after a POST."""
+    if not wants_json(request) and request.method == "POST" and status == 200 and not page:
         if message:
             messages.success(request, message)
         if error:
@@ -184,6 +199,7 @@ def _queue_response(
         "n_claimed": n_claimed,
         "judged_session": session.judged,
         "no_answer": QueryStatus.NO_ANSWER,
+        "offer_claim": offer_claim and task is None and finished is None and n_open > 0,
     }
     if task is not None:
         terms = query_terms(task.query.text)
@@ -226,9 +242,25 @@ def _queue_task(collection: Collection, task_id: int) -> ReviewTask:
 @require_GET
 @member_view(label=True)
 def review(request: HttpRequest, collection: Collection) -> HttpResponse:
-    """Claim the next task for this reviewer (or get back the one they hold) and show it."""
+    """Show the task this reviewer holds in the scope, if any; else the button that claims
+    the next one (``review_claim``), which the page's script presses at once. A read:
+    no lease is taken, extended or released here."""
     queue = Queue(request, collection)
-    return queue.answer(task=queue.claim())
+    return queue.answer(task=queue.held(), offer_claim=True)
+
+
+@require_POST
+@member_view(label=True)
+def review_claim(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """Claim the next task in the scope (or get back the one held), then show it: JSON to
+    the script; else 303 to the queue's page, which shows the task now held, or the page
+    itself when nothing is left to claim (a redirect would offer the button again)."""
+    queue = Queue(request, collection)
+    task = queue.claim()
+    if task is not None and not wants_json(request):
+        url = reverse("judgments:review", args=[collection.slug]) + queue.scope.suffix
+        return HttpResponseRedirect(url, status=303)
+    return queue.answer(task=task, page=True)
 
 
 def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryProgress | None, str]:

@@ -1,6 +1,6 @@
 // The review queue: keys record grades and fetch the next item without a page reload.
 //
-// Every action is an ordinary form (or link) in the panel, so the queue also works
+// Every action is an ordinary form in the panel, so the queue also works
 // without this script. Here each key "clicks" the control marked data-key="<key>" in
 // the current panel; forms marked data-queue-form are sent with fetch (the CSRF token
 // travels in the form data) and the server answers JSON carrying the next panel's HTML.
@@ -90,21 +90,24 @@
     send(form.action, { method: "POST", body: new FormData(form, event.submitter) });
   });
 
-  panel.addEventListener("click", (event) => {
-    const link = event.target.closest("a[data-queue-link]");
-    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
-    event.preventDefault();
-    if (!busy) send(link.href, { method: "GET" });
-  });
+  // A GET never claims a task: with nothing held, the page offers a button that claims the
+  // next one by POST. Press it at once, so the reviewer goes straight to an item; without
+  // this script, Enter on the focused button does the same.
+  function autoclaim() {
+    const form = panel.querySelector("form[data-autoclaim]");
+    if (form && !busy) return send(form.action, { method: "POST", body: new FormData(form) });
+  }
 
   // A page brought back by Back or Forward comes from the browser's caches as it was left
   // (the back/forward cache restores it whole, "persisted"; the HTTP cache gives its first
-  // HTML again): an item judged since, and an old count. Ask for the queue as it is now.
+  // HTML again): an item judged since, and an old count. Ask for the queue as it is now,
+  // and claim the next task if the reviewer holds none any more.
   window.addEventListener("pageshow", (event) => {
     const nav = performance.getEntriesByType("navigation")[0];
     const fromHistory = event.persisted || (nav && nav.type === "back_forward");
-    if (fromHistory && !busy) send(root.dataset.refresh, { method: "GET" });
+    if (fromHistory && !busy) send(root.dataset.refresh, { method: "GET" }).then(autoclaim);
   });
+  autoclaim();
 
   function openKeys() {
     if (!dialog.open) dialog.showModal();

@@ -208,3 +208,74 @@ def test_stale_edit_shows_both_values_and_waits_for_a_choice(new_page, login, ha
     ) == [(2, ana.pk), (3, ben.pk), (1, ana.pk)]
     expect(page_ana.get_by_label("Grade of item d1")).to_have_value("1")
     assert re.search(r"#item-\d+$", page_ana.url)
+
+
+# -- claiming: a POST, never a GET -----------------------------------------------------------
+
+
+def test_without_javascript_enter_claims_and_the_page_shows_the_task(
+    browser, live_server, login, handbook
+):
+    ana = member(handbook, "ana")
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        login(page, ana)
+        page.goto("/c/handbook/review/")
+        start = page.get_by_role("button", name="Start reviewing")
+        expect(start).to_be_focused()  # autofocus: Enter is the one key needed
+        assert not ReviewTask.objects.filter(claimed_by=ana).exists()  # the GET claimed nothing
+        page.keyboard.press("Enter")
+        expect(page.locator(".item-card .eyebrow code")).to_have_text("d1")
+        assert page.url.endswith("/c/handbook/review/")  # 303 back to the page (PRG)
+        task = ReviewTask.objects.get(item__external_id="d1")
+        assert (task.status, task.claimed_by) == (TaskStatus.CLAIMED, ana)
+        page.reload()  # a reload shows the held task again and claims nothing more
+        expect(page.locator(".item-card .eyebrow code")).to_have_text("d1")
+        assert ReviewTask.objects.filter(claimed_by=ana).count() == 1
+
+        page.get_by_role("button", name="2 relevant").press("Enter")
+        expect(page.locator(".item-card .eyebrow code")).to_have_text("d2")
+        assert Judgment.objects.get(item__external_id="d1").grade == 2
+    finally:
+        context.close()
+
+
+def test_leave_a_finished_query_with_l_claims_the_next_query(page, login, handbook):
+    ana = member(handbook, "ana")
+    other = make_query(handbook, external_id="q-sso", text="How do I reset my SSO password?")
+    item = make_item(handbook, external_id="s1", title="SSO reset", text="Reset it here.")
+    queue_unjudged(collection=handbook, pairs=[(other.pk, item.pk, 1)], source="run bm25")
+    login(page, ana)
+    page.goto("/c/handbook/review/")
+    for n in range(1, 5):
+        expect(page.locator(".item-card .eyebrow code")).to_have_text(f"d{n}")
+        page.keyboard.press("0")
+    expect(page.locator(".query-done")).to_contain_text("Query q-vpn: every item is judged")
+    assert not ReviewTask.objects.filter(claimed_by=ana, status=TaskStatus.CLAIMED).exists()
+    page.keyboard.press("l")  # leave it unreviewed: a POST that claims the next query's item
+    expect(page.locator(".item-card .eyebrow code")).to_have_text("s1")
+    task = ReviewTask.objects.get(item=item)
+    assert (task.status, task.claimed_by) == (TaskStatus.CLAIMED, ana)
+    assert handbook.queries.get(external_id="q-vpn").status == QueryStatus.UNREVIEWED
+
+
+def test_back_after_the_lease_ran_out_claims_again(page, login, handbook):
+    ana = member(handbook, "ana")
+    login(page, ana)
+    page.goto("/c/handbook/review/")
+    expect(page.locator(".item-card .eyebrow code")).to_have_text("d1")
+    page.goto("/c/handbook/")
+    # Away too long: the lease ran out and the task went back to the queue.
+    ReviewTask.objects.filter(claimed_by=ana).update(
+        status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None
+    )
+    page.go_back()
+    # Loaded again or restored from the back/forward cache and refreshed: either way the
+    # page holds nothing now, so the script claims again, and gets d1, the top task.
+    expect(page.locator(".item-card .eyebrow code")).to_have_text("d1")
+    expect(page.locator('[data-progress="claimed"]')).to_have_text("1")
+    task = ReviewTask.objects.get(item__external_id="d1")
+    assert (task.status, task.claimed_by) == (TaskStatus.CLAIMED, ana)
+    page.keyboard.press("3")
+    expect(page.locator("#queue-status")).to_contain_text("Saved 3 perfect for item 'd1'")

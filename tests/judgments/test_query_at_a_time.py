@@ -230,7 +230,7 @@ def test_the_queue_stops_on_a_finished_query_and_settles_it_with_one_key(
     ana_client, reviewer_ana, collection_graded, two_queries
 ):
     qa, _ = two_queries
-    data = ana_client.get(url("review", collection_graded), **JSON).json()
+    data = ana_client.post(url("review-claim", collection_graded), **JSON).json()
     served = []
     for grade in (2, 0, 0):
         served.append(data["task"]["item"])
@@ -265,7 +265,7 @@ def test_the_queue_stops_on_a_finished_query_and_settles_it_with_one_key(
 def test_a_query_judged_all_non_relevant_proposes_no_answer(
     ana_client, collection_graded, two_queries
 ):
-    data = ana_client.get(url("review", collection_graded, "?query=q-b"), **JSON).json()
+    data = ana_client.post(url("review-claim", collection_graded, "?query=q-b"), **JSON).json()
     while data["task"] is not None:
         data = ana_client.post(
             url("review-judge", collection_graded, "?query=q-b"),
@@ -274,8 +274,8 @@ def test_a_query_judged_all_non_relevant_proposes_no_answer(
         ).json()
     assert data["finished"]["suggested"] == "no_answer"
     assert "confirmed no answer" in data["html"]
-    # "Leave it unreviewed" is a link back to the queue in the same scope.
-    assert 'href="/c/health-graded/review/?query=q-b"' in data["html"]
+    # "Leave it unreviewed" claims the next task by POST (no GET writes), in the same scope.
+    assert 'action="/c/health-graded/review/claim/?query=q-b"' in data["html"]
     refused = ana_client.post(
         url("review-settle", collection_graded), {"query": "q-b", "status": "relevant"}, **JSON
     )
@@ -315,7 +315,7 @@ def test_the_bulk_action_previews_then_applies(
 def test_back_repeating_ones_own_grade_is_already_saved_and_a_change_is_never_someone_else(
     ana_client, reviewer_ana, collection_graded, two_queries
 ):
-    first = ana_client.get(url("review", collection_graded), **JSON).json()["task"]
+    first = ana_client.post(url("review-claim", collection_graded), **JSON).json()["task"]
     ana_client.post(
         url("review-judge", collection_graded), {"task": first["id"], "grade": 2}, **JSON
     )

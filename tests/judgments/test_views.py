@@ -213,16 +213,38 @@ def test_collection_paginates_and_keeps_the_filters(ana_client, collection_grade
 # -- the queue ------------------------------------------------------------------------------
 
 
-def test_queue_claims_the_next_task_and_shows_it(
+def test_queue_page_claims_nothing_and_offers_the_claim_button(
+    ana_client, reviewer_ana, queued, query_vaccines, item_cdc_faq
+):
+    before = list(ReviewTask.objects.order_by("pk").values())
+    for scope in ("", "?query=q-vaccines", "?tag=health"):
+        response = ana_client.get(url("review", queued) + scope)
+        assert response.status_code == 200 and response.context["task"] is None
+        html = response.content.decode()
+        # The button claims by POST, in the page's scope; the script presses it on load.
+        assert f'action="{url("review-claim", queued)}{scope}"' in html
+        assert "data-autoclaim" in html and "Start reviewing" in html
+        data = ana_client.get(url("review", queued) + scope, **JSON).json()
+        assert data["task"] is None and "data-autoclaim" in data["html"]
+        assert data["progress"] == {"open": 3, "claimed": 0, "judged_session": 0}
+    assert list(ReviewTask.objects.order_by("pk").values()) == before  # nothing claimed
+
+
+def test_claim_takes_the_next_task_and_the_page_shows_it(
     ana_client, reviewer_ana, queued, query_vaccines, item_cdc_faq
 ):
     queued.guidelines = "Judge the text, not the title."
     queued.save()
     queue(queued, [(query_vaccines, item_cdc_faq, 2)], source="run splade")
-    response = ana_client.get(url("review", queued))
-    assert response.status_code == 200
+    claimed = ana_client.post(url("review-claim", queued) + "?query=q-vaccines")
+    # Post/Redirect/Get: 303 to the queue's page, in the same scope.
+    assert claimed.status_code == 303
+    assert claimed["Location"] == url("review", queued) + "?query=q-vaccines"
     task = task_of(query_vaccines, item_cdc_faq)
     assert task.status == TaskStatus.CLAIMED and task.claimed_by == reviewer_ana
+    lease = task.lease_expires_at
+    response = ana_client.get(claimed["Location"])
+    assert response.status_code == 200
     assert response.context["task"].pk == task.pk
     html = response.content.decode()
     assert "Do mRNA vaccines change a person&#x27;s DNA?" in html
@@ -233,11 +255,49 @@ def test_queue_claims_the_next_task_and_shows_it(
     assert 'data-key="s"' in html and 'data-key="u"' in html
     assert '<details class="guidelines" data-guidelines>' in html
     assert "Judge the text, not the title." in html
-    # A reload gives back the same task; it never claims a second one.
-    again = ana_client.get(url("review", queued), **JSON).json()
-    assert again["task"] == {"id": task.pk, "query": "q-vaccines", "item": "cdc-mrna-faq"}
+    assert "data-autoclaim" not in html
+    # A reload shows the same task, in any scope that holds it, and leaves its lease as it
+    # was; claiming again gives it back, never a second one.
+    for scope in ("", "?query=q-vaccines", "?tag=health"):
+        again = ana_client.get(url("review", queued) + scope, **JSON).json()
+        assert again["task"] == {"id": task.pk, "query": "q-vaccines", "item": "cdc-mrna-faq"}
+        assert again["progress"] == {"open": 3, "claimed": 1, "judged_session": 0}
+    assert task_of(query_vaccines, item_cdc_faq).lease_expires_at == lease
+    data = ana_client.post(url("review-claim", queued), **JSON).json()
+    assert data["task"]["id"] == task.pk
     assert ReviewTask.objects.filter(status=TaskStatus.CLAIMED).count() == 1
-    assert again["progress"] == {"open": 3, "claimed": 1, "judged_session": 0}
+
+
+def test_a_page_in_another_scope_neither_releases_nor_claims(
+    ana_client, reviewer_ana, queued, query_vaccines, collection_graded
+):
+    held = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
+    other = make_query(queued, external_id="q-other", tags=["misc"])
+    queue(queued, [(other, make_item(queued, external_id="other-1"), 1)])
+    before = list(ReviewTask.objects.order_by("pk").values())
+    for scope in ("?query=q-other", "?tag=misc"):
+        page = ana_client.get(url("review", queued) + scope)
+        assert page.context["task"] is None and "data-autoclaim" in page.content.decode()
+    assert list(ReviewTask.objects.order_by("pk").values()) == before
+    # Claiming there (a POST) moves the lease into that scope, as before.
+    moved = ana_client.post(url("review-claim", queued) + "?query=q-other", **JSON).json()
+    assert moved["task"]["item"] == "other-1"
+    assert ReviewTask.objects.get(pk=held["id"]).status == TaskStatus.PENDING
+
+
+def test_claim_with_nothing_left_renders_the_empty_queue_not_a_redirect(
+    ana_client, collection_graded, query_vaccines
+):
+    response = ana_client.post(url("review-claim", collection_graded) + "?query=q-vaccines")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Nothing left to judge for query q-vaccines" in html
+    assert "data-autoclaim" not in html  # no button that would claim nothing again
+
+
+def test_claim_is_post_only(ana_client, queued):
+    assert ana_client.get(url("review-claim", queued)).status_code == 405
+    assert not ReviewTask.objects.filter(status=TaskStatus.CLAIMED).exists()
 
 
 def test_queue_escapes_item_text(ana_client, collection_graded, query_vaccines):
@@ -248,7 +308,7 @@ def test_queue_escapes_item_text(ana_client, collection_graded, query_vaccines):
         text='<img src=x onerror="alert(1)"> vaccines & DNA',
     )
     queue(collection_graded, [(query_vaccines, nasty, 1)])
-    html = ana_client.get(url("review", collection_graded)).content.decode()
+    html = ana_client.post(url("review-claim", collection_graded), follow=True).content.decode()
     assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(&#x27;title&#x27;)&lt;/script&gt; <mark>vaccines</mark>" in html
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt; <mark>vaccines</mark> &amp;" in html
@@ -258,7 +318,7 @@ def test_queue_escapes_item_text(ana_client, collection_graded, query_vaccines):
 def test_judge_records_the_grade_and_serves_the_next_task(
     ana_client, reviewer_ana, queued, query_vaccines, item_cdc_faq, item_who_qa
 ):
-    first = ana_client.get(url("review", queued), **JSON).json()["task"]
+    first = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     response = ana_client.post(
         url("review-judge", queued), {"task": first["id"], "grade": 3, "note": "exact"}, **JSON
     )
@@ -294,7 +354,7 @@ def test_judge_records_the_grade_and_serves_the_next_task(
 def test_judge_off_the_scale_is_refused_and_keeps_the_panel(
     ana_client, queued, query_vaccines, item_cdc_faq
 ):
-    task = ana_client.get(url("review", queued), **JSON).json()["task"]
+    task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     response = ana_client.post(
         url("review-judge", queued), {"task": task["id"], "grade": 7}, **JSON
     )
@@ -312,7 +372,7 @@ def test_relevant_grade_on_a_no_answer_query_is_refused(
     from judgments.services import set_query_status
 
     set_query_status(query=query_vaccines, status=QueryStatus.NO_ANSWER, by=reviewer_ben)
-    page = ana_client.get(url("review", queued))
+    page = ana_client.post(url("review-claim", queued), follow=True)
     assert "confirmed no answer" in page.content.decode()
     task = page.context["task"]
     response = ana_client.post(url("review-judge", queued), {"task": task.pk, "grade": 2}, **JSON)
@@ -324,7 +384,7 @@ def test_relevant_grade_on_a_no_answer_query_is_refused(
 def test_judge_when_someone_judged_first_shows_both_and_overwrites_nothing(
     ana_client, reviewer_ana, ben_member, queued, query_vaccines, item_cdc_faq
 ):
-    task = ana_client.get(url("review", queued), **JSON).json()["task"]
+    task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     theirs = make_judgment(
         query=query_vaccines, item=item_cdc_faq, grade=0, reviewer=ben_member, note="off topic"
     )
@@ -364,7 +424,7 @@ def test_judge_when_someone_judged_first_shows_both_and_overwrites_nothing(
 def test_skip_gives_the_task_back_and_serves_another(
     ana_client, reviewer_ana, queued, query_vaccines, item_cdc_faq
 ):
-    task = ana_client.get(url("review", queued), **JSON).json()["task"]
+    task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     response = ana_client.post(url("review-skip", queued), {"task": task["id"]}, **JSON)
     assert response.status_code == 200
     data = response.json()
@@ -379,7 +439,7 @@ def test_skip_gives_the_task_back_and_serves_another(
 def test_undo_removes_a_new_judgment_and_brings_its_task_back(
     ana_client, reviewer_ana, queued, query_vaccines, item_cdc_faq, item_who_qa
 ):
-    first = ana_client.get(url("review", queued), **JSON).json()["task"]
+    first = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     ana_client.post(url("review-judge", queued), {"task": first["id"], "grade": 2}, **JSON)
     response = ana_client.post(url("review-undo", queued), {}, **JSON)
     assert response.status_code == 200
@@ -412,7 +472,7 @@ def test_undo_removes_a_new_judgment_and_brings_its_task_back(
 def test_undo_restores_the_grade_an_edit_replaced(
     ana_client, reviewer_ana, ben_member, queued, query_vaccines, item_cdc_faq
 ):
-    task = ana_client.get(url("review", queued), **JSON).json()["task"]
+    task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     make_judgment(query=query_vaccines, item=item_cdc_faq, grade=1, reviewer=ben_member, note="n")
     ana_client.post(
         url("review-judge", queued),
@@ -433,7 +493,7 @@ def test_undo_restores_the_grade_an_edit_replaced(
 def test_undo_is_refused_when_someone_changed_the_judgment_since(
     ana_client, ben_member, queued, query_vaccines, item_cdc_faq
 ):
-    task = ana_client.get(url("review", queued), **JSON).json()["task"]
+    task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     ana_client.post(url("review-judge", queued), {"task": task["id"], "grade": 2}, **JSON)
     record_judgment(
         query=query_vaccines,
@@ -456,7 +516,7 @@ def test_undo_is_refused_after_a_removal_and_recreation_by_someone_else(
     delete a judgment that is not the reviewer's: the latest-change check refuses it."""
     from judgments.services import remove_judgment
 
-    task = ana_client.get(url("review", queued), **JSON).json()["task"]
+    task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
     ana_client.post(url("review-judge", queued), {"task": task["id"], "grade": 2}, **JSON)
     remove_judgment(
         query=query_vaccines, item=item_cdc_faq, reviewer=reviewer_ana, expected_version=1
@@ -483,15 +543,16 @@ def test_empty_queue_says_so_and_links_to_the_queries(ana_client, collection_gra
 
 def test_empty_queue_mentions_tasks_left_for_others(ana_client, ben_member, queued, query_vaccines):
     for _ in range(3):
-        task = ana_client.get(url("review", queued), **JSON).json()["task"]
+        task = ana_client.post(url("review-claim", queued), **JSON).json()["task"]
         ana_client.post(url("review-skip", queued), {"task": task["id"]}, **JSON)
-    data = ana_client.get(url("review", queued), **JSON).json()
+    data = ana_client.post(url("review-claim", queued), **JSON).json()
     assert data["task"] is None
     assert "3 open tasks remain" in data["html"]
 
 
 def test_queue_works_without_javascript(ana_client, queued, query_vaccines, item_cdc_faq):
-    page = ana_client.get(url("review", queued))
+    page = ana_client.post(url("review-claim", queued), follow=True)
+    assert page.redirect_chain == [(url("review", queued), 303)]
     task = page.context["task"]
     response = ana_client.post(url("review-judge", queued), {"task": task.pk, "grade": 2})
     assert response.status_code == 302 and response["Location"] == url("review", queued)
@@ -512,7 +573,11 @@ def test_queue_page_query_count_does_not_grow_with_the_data(
             make_judgment(query=query, item=item, grade=1, reviewer=reviewer_ben)
     with django_assert_max_num_queries(16):
         ana_client.get(url("review", collection_graded))
+    with django_assert_max_num_queries(16):
+        ana_client.post(url("review-claim", collection_graded))
     task = ReviewTask.objects.get(status=TaskStatus.CLAIMED)
+    with django_assert_max_num_queries(16):
+        ana_client.get(url("review", collection_graded))
     with django_assert_max_num_queries(32):
         ana_client.post(
             url("review-judge", collection_graded), {"task": task.pk, "grade": 0}, **JSON
@@ -718,6 +783,10 @@ def test_posts_need_the_csrf_token(fast_hashing, reviewer_ana, queued, query_vac
     set_membership(collection=queued, user=reviewer_ana, role="reviewer")
     client = client_for(reviewer_ana, enforce_csrf_checks=True)
     page = client.get(url("review", queued))
+    token = str(page.context["csrf_token"])
+    assert client.post(url("review-claim", queued)).status_code == 403
+    assert not ReviewTask.objects.filter(status=TaskStatus.CLAIMED).exists()
+    page = client.post(url("review-claim", queued), {"csrfmiddlewaretoken": token}, follow=True)
     task = page.context["task"]
     forged = client.post(url("review-judge", queued), {"task": task.pk, "grade": 2}, **JSON)
     assert forged.status_code == 403
