@@ -14,6 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from verity_limits import NOTE_MAX
+
 from ..locks import lock_query
 from ..models import (
     ChangeSource,
@@ -96,6 +98,10 @@ def _record(
     if item.collection_id != collection.pk:
         raise InvariantError(f"item '{item.external_id}' belongs to another collection")
     _check_grade(collection, grade)
+    if len(note) > NOTE_MAX:
+        raise InvariantError(
+            f"the note is {len(note):,} characters long; notes have at most {NOTE_MAX:,}"
+        )
     relevant = collection.is_relevant_grade(grade)
     if relevant and query.status == QueryStatus.NO_ANSWER:
         raise InvariantError(
