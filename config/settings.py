@@ -158,7 +158,13 @@ STORAGES = {
 # is read. Default 2 GiB.
 VERITY_MAX_UPLOAD_BYTES = int(os.environ.get("VERITY_MAX_UPLOAD_BYTES", str(2 * 1024**3)))
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
-FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
+# Uploads in flight live in one folder of the app's own, not /tmp: a worker killed during
+# an upload (gunicorn's timeout sends SIGKILL) leaves its temporary file behind, and the
+# web and worker processes sweep what is older than VERITY_UPLOAD_STALE_SECONDS when they
+# start (`manage.py sweep_uploads` does it on demand, e.g. from cron).
+FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or str(VAR_DIR / "uploads")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+VERITY_UPLOAD_STALE_SECONDS = int(os.environ.get("VERITY_UPLOAD_STALE_SECONDS", "3600"))
 
 # -- background jobs ---------------------------------------------------------------------------
 # Long work (run imports, freezes, scoring, diagnosis, exports) runs as a job outside the
