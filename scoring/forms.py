@@ -12,9 +12,10 @@ from verity_limits import INT16_MAX, NOTE_MAX
 from .engine.cli import parse_ks
 from .engine.params import UNJUDGED_POLICIES
 from .models import DedupPolicy, OrderRule, Run, UnitMapping
+from .upload_options import RunImportOptions
 
 
-class RunUploadForm(forms.Form):
+class RunUploadForm(RunImportOptions):
     file = forms.FileField(
         label="Run file",
         help_text="A TREC run (qid Q0 docid rank score tag), or a multi-stage JSON Lines run "
