@@ -274,10 +274,21 @@ def main() -> int:
         server = subprocess.Popen(
             [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
              "--workers", str(args.workers), "--forwarded-allow-ips", "127.0.0.1",
-             "--timeout", "30"],
+             "--timeout", "120"],
             cwd=ROOT, env=env, stderr=log,
         )  # fmt: skip
-        _wait_until_up(f"{host}/healthz", time.time() + 60)
+        # Each worker imports the URL conf (scipy among it) on its first request, which
+        # on a busy 2-core machine can pass gunicorn's default 30 s timeout: warm every
+        # worker before the clock starts (hence --timeout 120 above, for start-up only).
+        _wait_until_up(f"{host}/healthz", time.time() + 180)
+        warm = [
+            threading.Thread(target=_wait_until_up, args=(f"{host}/healthz", time.time() + 180))
+            for _ in range(args.workers * 3)
+        ]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
         users = sum(counts.values())
         samples: list[float] = [os.getloadavg()[0]]
         stop = threading.Event()

@@ -92,8 +92,10 @@ def _record(
     expected_version: int | None,
     note: str,
     source: str,
+    client_key: str | None = None,
 ) -> Judgment:
-    """``record_judgment`` for a caller that holds ``query``'s lock (``lock_query``)."""
+    """``record_judgment`` for a caller that holds ``query``'s lock (``lock_query``);
+    ``client_key`` goes into the new judgment's row (creates only)."""
     collection = query.collection
     if item.collection_id != collection.pk:
         raise InvariantError(f"item '{item.external_id}' belongs to another collection")
@@ -116,10 +118,23 @@ def _record(
         try:
             with transaction.atomic():
                 judgment = Judgment.objects.create(
-                    query=query, item=item, grade=grade, reviewer=reviewer, note=note, version=1
+                    query=query,
+                    item=item,
+                    grade=grade,
+                    reviewer=reviewer,
+                    note=note,
+                    version=1,
+                    client_key=client_key,
                 )
         except IntegrityError:
-            current = Judgment.objects.select_related("reviewer").get(query=query, item=item)
+            current = (
+                Judgment.objects.select_related("reviewer").filter(query=query, item=item).first()
+            )
+            if current is None:  # not the pair: the client key, taken meanwhile
+                raise InvariantError(
+                    f"the client key '{client_key}' was used for another judgment at the "
+                    "same moment; send a new key with each new judgment"
+                ) from None
             raise JudgmentConflict(query.external_id, item.external_id, None, current) from None
         old_grade, old_note = None, ""
     else:
@@ -347,6 +362,7 @@ def _record_once(
                     "judgment; send a new key (e.g. a UUID) with each new judgment"
                 )
             return stored, False
+    # The key goes into the INSERT itself: one round trip, not a savepoint and an UPDATE.
     judgment = _record(
         query=query,
         item=item,
@@ -355,17 +371,8 @@ def _record_once(
         expected_version=None,
         note=note,
         source=source,
+        client_key=client_key,
     )
-    if client_key is not None:
-        try:
-            with transaction.atomic():
-                Judgment.objects.filter(pk=judgment.pk).update(client_key=client_key)
-        except IntegrityError:
-            raise InvariantError(
-                f"the client key '{client_key}' was used for another judgment at the "
-                "same moment; send a new key with each new judgment"
-            ) from None
-        judgment.client_key = client_key
     return judgment, True
 
 
