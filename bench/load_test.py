@@ -189,10 +189,16 @@ def _check_database(acks: dict[str, list[Any]], before: dict[str, int]) -> list[
     ids = [row[1] for row in judged]
     if len(ids) != len(set(ids)):
         problems.append(f"{len(ids) - len(set(ids))} judgment ids acknowledged twice")
+    # Who created each judgment is in its first history row (editors change `reviewer`).
+    first_rows = JudgmentChange.objects.filter(version=1).values_list(
+        "query_id", "item_id", "changed_by__username"
+    )
+    created_by = {(q, i): who for q, i, who in first_rows}
     stored = {
-        j.pk: (j.query.external_id, j.item.external_id, j.client_key, j.reviewer.username)
-        for j in Judgment.objects.filter(pk__in=ids).select_related("query", "item", "reviewer")
-    }
+        j.pk: (j.query.external_id, j.item.external_id, j.client_key,
+               created_by.get((j.query_id, j.item_id)))
+        for j in Judgment.objects.filter(pk__in=ids).select_related("query", "item")
+    }  # fmt: skip
     for task_id, pk, query, item, key, _reviewer in judged:
         if stored.get(pk) is None:
             problems.append(f"judgment {pk} (task {task_id}) acknowledged but not stored")
