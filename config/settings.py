@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -71,9 +72,30 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every response (django-csp; the policy is below).
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Scripts, styles, images, fonts and requests from this origin only; no inline script or
+# style anywhere (every page takes its behaviour and look from files under static/), no
+# plugins, no framing, forms post back here. Redoc's page alone adds inline styles: its
+# renderer injects <style> elements (judgments/api/docs.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+IP before any password is checked (django-axes;
@@ -159,7 +181,13 @@ STORAGES = {
 # is read. Default 2 GiB.
 VERITY_MAX_UPLOAD_BYTES = int(os.environ.get("VERITY_MAX_UPLOAD_BYTES", str(2 * 1024**3)))
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
-FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or None
+# Uploads in flight live in one folder of the app's own, not /tmp: a worker killed during
+# an upload (gunicorn's timeout sends SIGKILL) leaves its temporary file behind, and the
+# web and worker processes sweep what is older than VERITY_UPLOAD_STALE_SECONDS when they
+# start (`manage.py sweep_uploads` does it on demand, e.g. from cron).
+FILE_UPLOAD_TEMP_DIR = os.environ.get("FILE_UPLOAD_TEMP_DIR") or str(VAR_DIR / "uploads")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+VERITY_UPLOAD_STALE_SECONDS = int(os.environ.get("VERITY_UPLOAD_STALE_SECONDS", "3600"))
 
 # -- background jobs ---------------------------------------------------------------------------
 # Long work (run imports, freezes, scoring, diagnosis, exports) runs as a job outside the

@@ -1,11 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import (
-    SpectacularAPIView,
-    SpectacularRedocView,
-    SpectacularSwaggerView,
-)
+from drf_spectacular.views import SpectacularAPIView
 
+from judgments.api import docs
 from judgments.api.errors import api_not_found
 from judgments.api.tokens import api_tokens
 from judgments.api.views import healthz
@@ -18,8 +15,8 @@ urlpatterns = [
     # The schema and its docs are public (they hold no data); every endpoint they
     # describe needs credentials. Swagger UI and Redoc come from local static files.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("api/docs/", docs.swagger_ui, name="api-docs"),
+    path("api/redoc/", docs.redoc, name="api-redoc"),
     path("api/", include("judgments.api.urls")),
     path("api/", include("scoring.api.urls")),
     path("api/", include("scoring.api.reports")),

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import storages
 from django.utils.text import get_valid_filename
@@ -61,7 +62,9 @@ def input_path(job: Job) -> Iterator[Path]:
         return
     except NotImplementedError:
         pass
-    with tempfile.TemporaryDirectory(prefix="verity-job-") as folder:
+    with tempfile.TemporaryDirectory(
+        prefix="verity-job-", dir=settings.FILE_UPLOAD_TEMP_DIR
+    ) as folder:
         target = Path(folder) / Path(name).name
         with storage.open(name, "rb") as src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
@@ -93,7 +96,9 @@ def output_name(job: Job, name: str) -> str:
 def writing_output(job: Job, name: str) -> Iterator[Any]:
     """A binary file to write the job's output into; stored under ``name`` only when the
     block ends without error (a killed job leaves no half-written output behind)."""
-    with tempfile.NamedTemporaryFile(prefix="verity-out-", suffix=".part") as tmp:
+    with tempfile.NamedTemporaryFile(
+        prefix="verity-out-", suffix=".part", dir=settings.FILE_UPLOAD_TEMP_DIR
+    ) as tmp:
         yield tmp
         tmp.flush()
         tmp.seek(0)

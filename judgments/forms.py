@@ -12,9 +12,11 @@ from typing import Any
 
 from django import forms
 
+from verity_limits import ID_MAX, INT16_MAX, INT32_MAX, NOTE_MAX, TAG_MAX
+
 from .models import ChangeSource, QueryStatus
 
-NOTE_MAX_LENGTH = 2000
+NOTE_MAX_LENGTH = NOTE_MAX
 SEARCH_MAX_LENGTH = 200
 
 
@@ -22,20 +24,20 @@ class QueueJudgeForm(forms.Form):
     """A grade for the review task on screen; ``expected_version`` only when the reviewer
     chose "apply mine anyway" over a judgment someone else recorded first."""
 
-    task = forms.IntegerField(min_value=1)
-    grade = forms.IntegerField(min_value=0)
+    task = forms.IntegerField(min_value=1, max_value=INT32_MAX)
+    grade = forms.IntegerField(min_value=0, max_value=INT16_MAX)
     note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
-    expected_version = forms.IntegerField(required=False, min_value=1)
+    expected_version = forms.IntegerField(required=False, min_value=1, max_value=INT32_MAX)
 
 
 class QueueTaskForm(forms.Form):
-    task = forms.IntegerField(min_value=1)
+    task = forms.IntegerField(min_value=1, max_value=INT32_MAX)
 
 
 class QueueStatusForm(forms.Form):
     """The review status chosen for the query the queue just finished."""
 
-    query = forms.CharField(max_length=200, strip=False)
+    query = forms.CharField(max_length=ID_MAX, strip=False)
     status = forms.ChoiceField(choices=QueryStatus.choices)
 
 
@@ -45,17 +47,17 @@ class BulkStatusForm(forms.Form):
 
     new_status = forms.ChoiceField(choices=QueryStatus.choices)
     status = forms.CharField(required=False, max_length=16)
-    tag = forms.CharField(required=False, max_length=200)
+    tag = forms.CharField(required=False, max_length=TAG_MAX)
 
 
 class GradeForm(forms.Form):
     """A grade for one item of the query page. ``expected_version`` is the version the
     page showed (empty for an unjudged item): the edit is refused if it is stale."""
 
-    item = forms.CharField(max_length=200, strip=False)
-    grade = forms.IntegerField(min_value=0)
+    item = forms.CharField(max_length=ID_MAX, strip=False)
+    grade = forms.IntegerField(min_value=0, max_value=INT16_MAX)
     note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
-    expected_version = forms.IntegerField(required=False, min_value=1)
+    expected_version = forms.IntegerField(required=False, min_value=1, max_value=INT32_MAX)
     # "search" when the item was found by searching the collection: the history says so.
     source = forms.ChoiceField(
         required=False, choices=[("", "page"), (ChangeSource.SEARCH, "search")]

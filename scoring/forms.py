@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from judgments.models import Collection
+from verity_limits import INT16_MAX, NOTE_MAX
 
 from .engine.cli import parse_ks
 from .engine.params import UNJUDGED_POLICIES
@@ -24,7 +25,7 @@ class RunUploadForm(RunImportOptions):
     name = forms.SlugField(
         max_length=100, help_text="Short and unique in the collection, e.g. bm25-2024-06."
     )
-    description = forms.CharField(required=False, max_length=2000)
+    description = forms.CharField(required=False, max_length=NOTE_MAX)
     order = forms.ChoiceField(
         choices=[(OrderRule.SCORE, "score, ties by docid (trec_eval)"), (OrderRule.RANK, "rank")],
         initial=OrderRule.SCORE,
@@ -73,6 +74,7 @@ class EvaluationForm(forms.Form):
         label="Relevance threshold",
         required=False,
         min_value=1,
+        max_value=INT16_MAX,
         help_text="The lowest relevant grade; empty: the snapshot's.",
     )
     unjudged = forms.ChoiceField(

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from judgments.models import Collection, FrozenModel, Snapshot
+from verity_limits import ID_MAX, STAGE_MAX
 
 
 class OrderRule(models.TextChoices):
@@ -55,7 +56,7 @@ class RunStage(FrozenModel):
     """One named stage of a run (e.g. ``candidates``, ``reranked``, ``context``)."""
 
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="stages")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=STAGE_MAX)
     position = models.PositiveSmallIntegerField()
     depth = models.PositiveIntegerField(help_text="The longest ranked list in this stage.")
     n_queries = models.PositiveIntegerField()
@@ -79,7 +80,7 @@ class RankedList(FrozenModel):
     """
 
     stage = models.ForeignKey(RunStage, on_delete=models.PROTECT, related_name="lists")
-    query_id = models.CharField(max_length=200)
+    query_id = models.CharField(max_length=ID_MAX)
     items = models.JSONField()
     abstained = models.BooleanField(default=False)
 
@@ -121,8 +122,8 @@ class UnitMapping(FrozenModel):
 
 class UnitMappingEntry(FrozenModel):
     mapping = models.ForeignKey(UnitMapping, on_delete=models.PROTECT, related_name="entries")
-    fine_id = models.CharField(max_length=200)
-    coarse_id = models.CharField(max_length=200)
+    fine_id = models.CharField(max_length=ID_MAX)
+    coarse_id = models.CharField(max_length=ID_MAX)
 
     class Meta:
         constraints = [
@@ -169,7 +170,7 @@ class EvaluationQuery(FrozenModel):
     """One query's row of an evaluation: its measures, or the reason it was excluded."""
 
     evaluation = models.ForeignKey(Evaluation, on_delete=models.PROTECT, related_name="rows")
-    query_id = models.CharField(max_length=200)
+    query_id = models.CharField(max_length=ID_MAX)
     values = models.JSONField()
 
     class Meta:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.urls import reverse
 from django_tasks import task
 
@@ -118,11 +118,6 @@ def _import_run(job: Job, progress: JobProgress) -> None:
         except RunImportError as exc:
             detail, errors = exc.as_client_sees_it(path)
             raise JobFailed(detail, errors) from None
-        except IntegrityError:  # the same name, stored meanwhile by another upload
-            raise JobFailed(
-                f"a run named '{p['name']}' was stored meanwhile; runs never change, so "
-                "upload this one under another name"
-            ) from None
         except VerityError as exc:
             raise JobFailed(str(exc)) from None
 

@@ -18,7 +18,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.conf import settings
+from django.core.exceptions import (
+    ObjectDoesNotExist,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
@@ -29,6 +35,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from judgments.services import VerityError
+from verity_limits import NOTE_MAX
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +116,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # other refused change is the stored data saying no.
     if isinstance(exc, VerityError):
         exc = ApiError(409, str(exc))
+    elif isinstance(exc, RequestDataTooBig):
+        # Django's own limit on a request body held in memory (uploads stream to disk and
+        # have VERITY_MAX_UPLOAD_BYTES instead); without this it is an HTML 400 page.
+        exc = PayloadTooLarge(
+            f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes, "
+            "the most this endpoint reads; send less (a note has at most "
+            f"{NOTE_MAX:,} characters), or upload files as multipart/form-data."
+        )
+    elif isinstance(exc, TooManyFieldsSent | TooManyFilesSent):
+        exc = exceptions.ParseError(f"{exc}; send fewer fields or files in one request.")
     elif isinstance(exc, ObjectDoesNotExist | Http404):
         exc = exceptions.NotFound(str(exc) or "Not found.")
     elif isinstance(exc, DjangoPermissionDenied):

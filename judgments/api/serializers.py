@@ -25,6 +25,7 @@ from judgments.models import (
     Role,
     Snapshot,
 )
+from verity_limits import ID_MAX, INT32_MAX, NAME_MAX, NOTE_MAX
 
 CLIENT_KEY_HELP = (
     "A key you choose (e.g. a UUID) that makes a retried create return the judgment it "
@@ -84,10 +85,10 @@ class CollectionSerializer(serializers.ModelSerializer):
 class CollectionSettingsInput(serializers.Serializer):
     """The settings an admin may change; scale, relevant grade and unit are fixed."""
 
-    name = serializers.CharField(required=False, max_length=200)
+    name = serializers.CharField(required=False, max_length=NAME_MAX)
     description = serializers.CharField(required=False, allow_blank=True)
     guidelines = serializers.CharField(required=False, allow_blank=True)
-    pool_depth = serializers.IntegerField(required=False, min_value=1)
+    pool_depth = serializers.IntegerField(required=False, min_value=1, max_value=INT32_MAX)
     holds_whole_corpus = serializers.BooleanField(
         required=False,
         help_text="Every item of the corpus is imported: a run naming an item the collection "
@@ -236,10 +237,10 @@ class GradeField(serializers.IntegerField):
 
 
 class JudgmentCreateInput(serializers.Serializer):
-    query = serializers.CharField(max_length=200, help_text="The query's id.")
-    item = serializers.CharField(max_length=200, help_text="The item's id.")
+    query = serializers.CharField(max_length=ID_MAX, help_text="The query's id.")
+    item = serializers.CharField(max_length=ID_MAX, help_text="The item's id.")
     grade = GradeField()
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
     client_key = serializers.CharField(
         required=False, allow_null=True, max_length=100, help_text=CLIENT_KEY_HELP
     )
@@ -265,7 +266,7 @@ class JudgmentCreateInput(serializers.Serializer):
 
 class JudgmentUpdateInput(serializers.Serializer):
     grade = GradeField(required=False)
-    note = serializers.CharField(required=False, allow_blank=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
@@ -276,7 +277,12 @@ class JudgmentUpdateInput(serializers.Serializer):
 class JudgmentConflictSerializer(serializers.Serializer):
     detail = serializers.CharField()
     errors = serializers.ListField(child=serializers.DictField())
-    current = JudgmentSerializer(help_text="The judgment as it is stored now.")
+    current = JudgmentSerializer(
+        required=False,
+        help_text="The judgment as it is stored now; absent when the refusal is not about "
+        "this pair's stored judgment (e.g. a client key already used for another judgment, "
+        "or a grade the query's status forbids).",
+    )
 
 
 # -- review tasks ---------------------------------------------------------------------------
@@ -322,7 +328,7 @@ class TaskSerializer(serializers.ModelSerializer):
 
 class TaskJudgeInput(serializers.Serializer):
     grade = GradeField()
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
     client_key = serializers.CharField(
         required=False, allow_null=True, max_length=100, help_text=CLIENT_KEY_HELP
     )
@@ -360,7 +366,11 @@ class SnapshotSerializer(serializers.ModelSerializer):
 
 class FreezeInput(serializers.Serializer):
     note = serializers.CharField(
-        required=False, allow_blank=True, default="", help_text="Why this version is frozen."
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=NOTE_MAX,
+        help_text="Why this version is frozen.",
     )
 
 

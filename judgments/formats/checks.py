@@ -10,7 +10,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .records import MAX_ID_LENGTH, MAX_SMALL_INT, UNJUDGED_GRADE, UTF8_BOM, Problem, Where
+from verity_limits import TAG_MAX, id_problem
+
+from .records import MAX_SMALL_INT, UNJUDGED_GRADE, UTF8_BOM, Problem, Where
 
 
 def _lines(data: bytes, name: str, problems: list[Problem]) -> Iterator[tuple[int, str]]:
@@ -83,7 +85,7 @@ def _text(*, max_length: int | None = None, required: bool = False) -> Callable[
 
 
 def check_id(key: str, value: Any) -> str:
-    """An external id: a non-empty string without whitespace, at most 200 characters."""
+    """An external id: a non-empty string without whitespace, at most ``ID_MAX`` bytes."""
     if not isinstance(value, str):
         hint = f'; write "{value}"' if isinstance(value, int) else ""
         raise _Bad(f"'{key}' must be a string id, got {_json_type(value)}{hint}")
@@ -94,8 +96,9 @@ def check_id(key: str, value: Any) -> str:
             f"'{key}' {value!r} contains whitespace or control characters, which TREC files "
             "cannot carry; use an id without them"
         )
-    if len(value) > MAX_ID_LENGTH:
-        raise _Bad(f"'{key}' is {len(value)} characters long; ids have at most {MAX_ID_LENGTH}")
+    problem = id_problem(value)
+    if problem is not None:
+        raise _Bad(f"'{key}' {problem}")
     return value
 
 
@@ -134,6 +137,8 @@ def _obj(key: str, value: Any) -> dict[str, Any]:
 def _tags(key: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
         raise _Bad(f'\'{key}\' must be a list of non-empty strings, e.g. ["faq", "billing"]')
+    if any(len(t) > TAG_MAX for t in value):
+        raise _Bad(f"'{key}' holds a tag longer than {TAG_MAX} characters; shorten it")
     return [_no_nul(key, t) for t in value]
 
 

@@ -13,8 +13,9 @@ reads its texts out of a whole corpus file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
+
+from verity_limits import URL_MAX, JsonLineError, parse_json_line
 
 from .checks import _Bad, _Duplicates, check_id
 from .records import UTF8_BOM, ItemRecord, Problem, Where
@@ -81,11 +82,9 @@ def _tsv_doc(text: str, where: Where) -> ItemRecord:
 
 def _json_doc(text: str, where: Where) -> ItemRecord:
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _Bad(
-            f"not valid JSON ({e.msg} at column {e.colno}); write one object a line"
-        ) from None
+        obj = parse_json_line(text)
+    except JsonLineError as e:
+        raise _Bad(str(e)) from None
     if not isinstance(obj, dict):
         raise _Bad("expected a JSON object per line")
     docid = next((obj[k] for k in ID_KEYS if k in obj), None)
@@ -105,4 +104,6 @@ def _record(where: Where, docid: object, title: str, body: str, url: str) -> Ite
     check_id("id", docid)
     if "\x00" in title + body + url:
         raise _Bad("the text contains a NUL character, which cannot be stored; remove it")
+    if len(url) > URL_MAX:
+        raise _Bad(f"the url is {len(url):,} characters long; at most {URL_MAX:,} fit")
     return ItemRecord(where=where, id=str(docid), title=title, text=body, url=url)

@@ -17,9 +17,19 @@ A ``--judgments`` file may also hold ``{"type": "status", "query": ..., "status"
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
+
+from verity_limits import (
+    INT16_MAX,
+    INT32_MAX,
+    NAME_MAX,
+    NOTE_MAX,
+    SLUG_MAX,
+    URL_MAX,
+    JsonLineError,
+    parse_json_line,
+)
 
 from .checks import (
     _Bad,
@@ -38,8 +48,6 @@ from .checks import (
     check_id,
 )
 from .records import (
-    MAX_INT,
-    MAX_SMALL_INT,
     UNJUDGED_GRADE,
     UTF8_BOM,
     Bundle,
@@ -54,27 +62,27 @@ from .records import (
 )
 from .trec import parse_topics
 
-_GRADE = _integer(low=-MAX_SMALL_INT, high=MAX_SMALL_INT)  # the scale check is the service's
+_GRADE = _integer(low=-INT16_MAX, high=INT16_MAX)  # the scale check is the service's
 _ID = check_id
 
 # type → {key: (check, required, default)}; a callable default makes a fresh value.
 _Spec = dict[str, tuple[Callable[[str, Any], Any], bool, Any]]
 _SPECS: dict[str, _Spec] = {
     "collection": {
-        "slug": (_text(required=True, max_length=100), True, None),
-        "name": (_text(max_length=200), False, None),
+        "slug": (_text(required=True, max_length=SLUG_MAX), True, None),
+        "name": (_text(max_length=NAME_MAX), False, None),
         "description": (_text(), False, ""),
         "unit": (_text(), False, "document"),
         "scale": (_scale, True, None),
-        "relevant_grade": (_integer(low=0, high=MAX_SMALL_INT), True, None),
+        "relevant_grade": (_integer(low=0, high=INT16_MAX), True, None),
         "guidelines": (_text(), False, ""),
-        "pool_depth": (_integer(low=1, high=MAX_INT), False, 10),
+        "pool_depth": (_integer(low=1, high=INT32_MAX), False, 10),
     },
     "item": {
         "id": (_ID, True, None),
         "title": (_text(), False, ""),
         "text": (_text(), False, ""),
-        "url": (_text(max_length=2000), False, ""),
+        "url": (_text(max_length=URL_MAX), False, ""),
         "metadata": (_obj, False, dict),
         "placeholder": (_boolean, False, False),
     },
@@ -89,14 +97,14 @@ _SPECS: dict[str, _Spec] = {
         "query": (_ID, True, None),
         "item": (_ID, True, None),
         "grade": (_GRADE, True, None),
-        "note": (_text(), False, ""),
+        "note": (_text(max_length=NOTE_MAX), False, ""),
         "reviewer": (_optional(_text(required=True)), False, None),
     },
     "unjudged": {
         "query": (_ID, True, None),
         "item": (_ID, True, None),
         "source": (_text(required=True, max_length=200), False, "import"),
-        "rank": (_optional(_integer(low=1, high=MAX_INT)), False, None),
+        "rank": (_optional(_integer(low=1, high=INT32_MAX)), False, None),
     },
     "status": {
         "query": (_ID, True, None),
@@ -134,31 +142,15 @@ def _fields(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _reject_constant(name: str) -> Any:
-    raise _Bad(f"{name} is not a JSON number; write a finite number or null")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Bad(f"the key '{key}' appears twice in one object; keep one")
-        out[key] = value
-    return out
-
-
 def _decode(text: str) -> dict[str, Any]:
     if not text.strip():
         raise _Bad("blank line; JSONL allows no blank lines, remove it")
     if text.startswith("#"):
         raise _Bad("comment line; JSONL allows no comments, remove it")
     try:
-        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant)
-    except json.JSONDecodeError as e:
-        raise _Bad(
-            f"not valid JSON ({e.msg} at column {e.colno}); each line must be one complete "
-            "JSON object"
-        ) from None
+        obj = parse_json_line(text)
+    except JsonLineError as e:
+        raise _Bad(str(e)) from None
     if not isinstance(obj, dict):
         raise _Bad(f"expected a JSON object {{...}}, got {_json_type(obj)}")
     if "type" not in obj:

@@ -10,10 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verity_limits import ID_MAX, INT16_MAX, INT32_MAX
+
 MAX_LISTED = 25
-MAX_ID_LENGTH = 200  # Query.external_id and Item.external_id
-MAX_SMALL_INT = 32767  # grades are stored as small integers
-MAX_INT = 2**31 - 1
+# The column limits live in ``verity_limits``; these names stay for the callers.
+MAX_ID_LENGTH = ID_MAX  # Query.external_id and Item.external_id, in UTF-8 bytes
+MAX_SMALL_INT = INT16_MAX  # grades are stored as small integers
+MAX_INT = INT32_MAX
 UTF8_BOM = b"\xef\xbb\xbf"
 UNJUDGED_GRADE = -1
 QRELS_UNJUDGED_SOURCE = "qrels -1"

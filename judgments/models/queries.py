@@ -11,6 +11,8 @@ from django.db import connections, models
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 
+from verity_limits import ID_MAX, URL_MAX
+
 from .collections import Collection
 
 
@@ -89,7 +91,7 @@ class Query(models.Model):
     """
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="queries")
-    external_id = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=ID_MAX)
     text = models.TextField()
     tags = models.JSONField(default=list, blank=True)
     status = models.CharField(
@@ -132,10 +134,10 @@ class Item(models.Model):
     """
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="items")
-    external_id = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=ID_MAX)
     title = models.TextField(blank=True)
     text = models.TextField(blank=True)
-    url = models.URLField(max_length=2000, blank=True)
+    url = models.URLField(max_length=URL_MAX, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     placeholder = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -30,7 +30,7 @@ class ReviewTask(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="review_tasks")
     status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.PENDING)
     source = models.CharField(
-        max_length=200, help_text='Where it came from first, e.g. "qrels -1" or "run bm25".'
+        max_length=300, help_text='Where it came from first, e.g. "qrels -1" or "run bm25".'
     )
     best_rank = models.PositiveIntegerField(null=True, blank=True)
     priority = models.IntegerField(default=0, help_text="Higher is served first.")

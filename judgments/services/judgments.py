@@ -14,6 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from verity_limits import NOTE_MAX
+
 from ..locks import lock_query
 from ..models import (
     ChangeSource,
@@ -90,12 +92,18 @@ def _record(
     expected_version: int | None,
     note: str,
     source: str,
+    client_key: str | None = None,
 ) -> Judgment:
-    """``record_judgment`` for a caller that holds ``query``'s lock (``lock_query``)."""
+    """``record_judgment`` for a caller that holds ``query``'s lock (``lock_query``);
+    ``client_key`` goes into the new judgment's row (creates only)."""
     collection = query.collection
     if item.collection_id != collection.pk:
         raise InvariantError(f"item '{item.external_id}' belongs to another collection")
     _check_grade(collection, grade)
+    if len(note) > NOTE_MAX:
+        raise InvariantError(
+            f"the note is {len(note):,} characters long; notes have at most {NOTE_MAX:,}"
+        )
     relevant = collection.is_relevant_grade(grade)
     if relevant and query.status == QueryStatus.NO_ANSWER:
         raise InvariantError(
@@ -110,10 +118,23 @@ def _record(
         try:
             with transaction.atomic():
                 judgment = Judgment.objects.create(
-                    query=query, item=item, grade=grade, reviewer=reviewer, note=note, version=1
+                    query=query,
+                    item=item,
+                    grade=grade,
+                    reviewer=reviewer,
+                    note=note,
+                    version=1,
+                    client_key=client_key,
                 )
         except IntegrityError:
-            current = Judgment.objects.select_related("reviewer").get(query=query, item=item)
+            current = (
+                Judgment.objects.select_related("reviewer").filter(query=query, item=item).first()
+            )
+            if current is None:  # not the pair: the client key, taken meanwhile
+                raise InvariantError(
+                    f"the client key '{client_key}' was used for another judgment at the "
+                    "same moment; send a new key with each new judgment"
+                ) from None
             raise JudgmentConflict(query.external_id, item.external_id, None, current) from None
         old_grade, old_note = None, ""
     else:
@@ -341,6 +362,7 @@ def _record_once(
                     "judgment; send a new key (e.g. a UUID) with each new judgment"
                 )
             return stored, False
+    # The key goes into the INSERT itself: one round trip, not a savepoint and an UPDATE.
     judgment = _record(
         query=query,
         item=item,
@@ -349,17 +371,8 @@ def _record_once(
         expected_version=None,
         note=note,
         source=source,
+        client_key=client_key,
     )
-    if client_key is not None:
-        try:
-            with transaction.atomic():
-                Judgment.objects.filter(pk=judgment.pk).update(client_key=client_key)
-        except IntegrityError:
-            raise InvariantError(
-                f"the client key '{client_key}' was used for another judgment at the "
-                "same moment; send a new key with each new judgment"
-            ) from None
-        judgment.client_key = client_key
     return judgment, True
 
 

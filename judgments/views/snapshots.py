@@ -11,6 +11,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from verity_limits import NOTE_MAX
+
 from ..models import Collection, QueryStatus, Snapshot, SnapshotQuery
 from ..selectors import diff_snapshots, may_score, snapshot_of
 from ..tasks import start_freeze
@@ -65,7 +67,7 @@ def snapshot_freeze(request: HttpRequest, collection: Collection) -> HttpRespons
     plainly that nothing changed."""
     if not may_score(request.user, collection):
         raise PermissionDenied("Freezing a snapshot needs the evaluator role.")
-    note = request.POST.get("note", "").strip()[:2000]
+    note = request.POST.get("note", "").strip()[:NOTE_MAX]
     return redirect(
         "jobs:job", pk=start_freeze(collection=collection, by=request.user, note=note).pk
     )

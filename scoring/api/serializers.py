@@ -11,6 +11,7 @@ from judgments.api.serializers import username_of
 from judgments.models import LabelingUnit
 from scoring.engine.params import UNJUDGED_POLICIES
 from scoring.models import DedupPolicy, Evaluation, OrderRule, Run, RunStage, UnitMapping
+from verity_limits import INT16_MAX, INT32_MAX, NOTE_MAX, STAGE_MAX
 
 ANY_VALUE: dict[str, Any] = {}  # an OpenAPI schema without a type: any JSON value
 
@@ -57,7 +58,9 @@ class RunUploadInput(serializers.Serializer):
     name = serializers.SlugField(
         max_length=100, help_text="A short name, unique in the collection."
     )
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=NOTE_MAX
+    )
     order = serializers.ChoiceField(
         choices=[OrderRule.SCORE, OrderRule.RANK],
         default=OrderRule.SCORE,
@@ -144,7 +147,7 @@ class MappingUploadInput(serializers.Serializer):
     file = serializers.FileField(help_text="One 'fine<TAB>coarse' pair per line.")
     from_unit = serializers.ChoiceField(choices=LabelingUnit.choices, default=LabelingUnit.CHUNK)
     to_unit = serializers.ChoiceField(choices=LabelingUnit.choices, default=LabelingUnit.DOCUMENT)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
 class MappingUploadResultSerializer(MappingSerializer):
@@ -166,10 +169,15 @@ class MappingUploadResultSerializer(MappingSerializer):
 class EvaluationCreateInput(serializers.Serializer):
     run = serializers.SlugField(max_length=100, help_text="The run's name.")
     stage = serializers.CharField(
-        required=False, allow_null=True, max_length=100, help_text="Needed for multi-stage runs."
+        required=False,
+        allow_null=True,
+        max_length=STAGE_MAX,
+        help_text="Needed for multi-stage runs.",
     )
     snapshot = serializers.IntegerField(
-        min_value=1, help_text="The snapshot number to score against: always pinned."
+        min_value=1,
+        max_value=INT32_MAX,
+        help_text="The snapshot number to score against: always pinned.",
     )
     ks = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=1_000_000),
@@ -190,7 +198,7 @@ class EvaluationCreateInput(serializers.Serializer):
         required=False,
         allow_null=True,
         min_value=1,
-        max_value=32767,
+        max_value=INT16_MAX,
         help_text="Lowest relevant grade; the snapshot's relevant grade when absent.",
     )
     unjudged = serializers.ChoiceField(
@@ -200,7 +208,11 @@ class EvaluationCreateInput(serializers.Serializer):
         "list), or bounds (both).",
     )
     mapping = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, help_text="Unit mapping version."
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=INT32_MAX,
+        help_text="Unit mapping version.",
     )
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -120,23 +119,22 @@ class RunViewSet(
                 by=request.user,
             )
             return job_accepted(job)
-        try:
-            with staged_upload(v["file"]) as path:
-                try:
-                    report = import_run(
-                        collection=collection,
-                        path=path,
-                        name=v["name"],
-                        description=v["description"],
-                        order=v["order"],
-                        dedup=v["dedup"],
-                        by=request.user,
-                        ignore_unknown_queries=v["ignore_unknown_queries"],
-                    )
-                except RunImportError as exc:
-                    raise refused_file(exc, path) from None
-        except IntegrityError:  # the same name, uploaded at the same moment
-            raise ApiError(409, f"a run named '{v['name']}' was stored meanwhile") from None
+        # The same name stored meanwhile is the service's InvariantError: 409, with the
+        # sentence the CLI prints.
+        with staged_upload(v["file"]) as path:
+            try:
+                report = import_run(
+                    collection=collection,
+                    path=path,
+                    name=v["name"],
+                    description=v["description"],
+                    order=v["order"],
+                    dedup=v["dedup"],
+                    by=request.user,
+                    ignore_unknown_queries=v["ignore_unknown_queries"],
+                )
+            except RunImportError as exc:
+                raise refused_file(exc, path) from None
         run = self.get_queryset().get(pk=report.run.pk)
         body = s.RunUploadResultSerializer(run, context={"report": report}).data
         return Response(body, status=status.HTTP_201_CREATED)

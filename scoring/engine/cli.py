@@ -269,4 +269,8 @@ def main() -> None:
     """The ``verity-eval`` console script and ``python -m scoring``."""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-    sys.exit(run_cli())
+    try:
+        sys.exit(run_cli())
+    except BrokenPipeError:  # `verity-eval … | head`: end quietly, as manage.py does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)

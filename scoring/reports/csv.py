@@ -63,10 +63,29 @@ def _csv_number(value: Any) -> Any:
     return value
 
 
+#: OWASP's list: a spreadsheet reads a cell that starts with one of these as a formula.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, with a leading ``'``.
+
+    Ids come from uploaded files (``=SUM(1+1)``, ``@cmd``, ``-2+3``); numbers written
+    by the report itself (``-0.25``) stay numbers.
+    """
+    if not isinstance(value, str) or not value.startswith(_FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
+
+
 def to_csv(rows: Iterable[Sequence[Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerows(rows)
+    writer.writerows([neutralise_cell(cell) for cell in row] for row in rows)
     return out.getvalue()
 
 

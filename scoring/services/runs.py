@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Value
 
 from jobs.progress import Progress
@@ -113,10 +113,7 @@ def import_run(
     """
     progress = progress or Progress()
     if Run.objects.filter(collection=collection, name=name).exists():
-        raise InvariantError(
-            f"collection '{collection.slug}' has a run named '{name}' already; runs never "
-            "change, so pick another name"
-        )
+        raise _name_taken(collection, name)
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
     progress.phase(f"reading {path.name}")
@@ -131,18 +128,25 @@ def import_run(
     )
     skipped = set(unknown.query_ids)
     fmt = "jsonl" if stages[0].order == "list" else "trec"
-    run = Run.objects.create(
-        collection=collection,
-        name=name,
-        description=description,
-        source_filename=path.name,
-        source_sha256=file_sha256(path),
-        source_format=fmt,
-        order_rule=stages[0].order,
-        dedup_policy=dedup,
-        duplicates_dropped=sum(s.duplicates_removed for s in stages),
-        created_by=by,
-    )
+    try:
+        # Another import of the same name may have committed since the check above (two
+        # CLI imports, or the API and a job): the unique constraint decides, and the
+        # loser hears the same sentence as if it had come second.
+        with transaction.atomic():
+            run = Run.objects.create(
+                collection=collection,
+                name=name,
+                description=description,
+                source_filename=path.name,
+                source_sha256=file_sha256(path),
+                source_format=fmt,
+                order_rule=stages[0].order,
+                dedup_policy=dedup,
+                duplicates_dropped=sum(s.duplicates_removed for s in stages),
+                created_by=by,
+            )
+    except IntegrityError:
+        raise _name_taken(collection, name) from None
     report = RunImportReport(run=run, stages=[], unknown=unknown)
     depth = collection.pool_depth if pool_depth is None else pool_depth
     report.pool_depth = depth
@@ -196,6 +200,13 @@ def import_run(
         progress=progress,
     )
     return report
+
+
+def _name_taken(collection: Collection, name: str) -> InvariantError:
+    return InvariantError(
+        f"collection '{collection.slug}' has a run named '{name}' already; runs never "
+        "change, so pick another name"
+    )
 
 
 def _pool_unjudged(

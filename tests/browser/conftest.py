@@ -89,6 +89,7 @@ def new_page(browser, live_server, request) -> Iterator[Callable[[], Any]]:
     """Open a page in a fresh browser context (its own cookies) on the live server."""
     contexts: list[Any] = []
     pages: list[Any] = []
+    violations: list[str] = []
 
     def open_page() -> Any:
         context = browser.new_context(
@@ -99,6 +100,16 @@ def new_page(browser, live_server, request) -> Iterator[Callable[[], Any]]:
         context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
+        # The Content-Security-Policy refuses inline script and style: Chromium reports
+        # each refusal on the console, and a page that relies on one is a failure.
+        page.on(
+            "console",
+            lambda message: (
+                violations.append(f"{page.url}: {message.text}")
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
         pages.append(page)
         return page
 
@@ -115,6 +126,7 @@ def new_page(browser, live_server, request) -> Iterator[Callable[[], Any]]:
                 print(f"could not save a screenshot of page {n + 1}: {e}")
     for context in contexts:
         context.close()
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ def verity_eval(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("verity-eval")
     source = base / "src"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "verity_limits.py"):
         shutil.copy(ROOT / name, source / name)
     for package in ("config", "judgments", "scoring"):
         shutil.copytree(

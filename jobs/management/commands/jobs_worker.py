@@ -18,6 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from jobs.services import fail_stale_jobs
+from jobs.uploads import sweep_uploads
 
 
 class Command(BaseCommand):
@@ -38,6 +39,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        sweep_uploads()  # what a killed worker left in the upload folder
         for job in fail_stale_jobs():
             self.stderr.write(f"job {job.pk} ({job.kind}): its worker had died; marked failed")
         backend = settings.VERITY_JOBS_BACKEND

@@ -51,9 +51,11 @@ class TaskViewSet(
     def get_queryset(self) -> QuerySet[ReviewTask]:
         if self.schema_only():
             return ReviewTask.objects.none()
+        tasks = ReviewTask.objects.filter(collection=self.collection)
+        if self.action in ("judge", "skip"):
+            return tasks  # the service reads what it needs under its locks
         return (
-            ReviewTask.objects.filter(collection=self.collection)
-            .select_related("query", "item", "claimed_by")
+            tasks.select_related("query", "item", "claimed_by")
             .prefetch_related("sources")
             .order_by("-priority", "pk")
         )

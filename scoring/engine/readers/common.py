@@ -4,7 +4,6 @@ empty-file error."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
+
+from verity_limits import ID_MAX, JsonLineError, id_problem, parse_json_line
 
 from ..errors import EngineInputError, ErrorCollector
 from ..tables import Run
@@ -40,6 +41,31 @@ def _decode(raw: bytes, name: str, lineno: int, errors: ErrorCollector) -> str |
             f"{exc.start + 1}); save the file as UTF-8"
         )
         return None
+
+
+def _bad_id(value: str, where: str, what: str, errors: ErrorCollector) -> bool:
+    """Report an id that cannot be stored (``verity_limits.id_problem``); True if bad."""
+    problem = id_problem(value)
+    if problem is None:
+        return False
+    shown = value[:40] + ("…" if len(value) > 40 else "")
+    errors.add(f"{where}: {what} {shown!r} {problem}")
+    return True
+
+
+def _ids_storable(*columns: pa.ChunkedArray) -> bool:
+    """False if any id is longer than ``ID_MAX`` bytes or holds NUL: the careful reader
+    then names the lines."""
+    for col in columns:
+        if pa.types.is_dictionary(col.type):
+            col = pa.chunked_array([c.dictionary for c in col.chunks], type=col.type.value_type)
+        if not col.length():
+            continue
+        if pc.max(pc.binary_length(col)).as_py() > ID_MAX:
+            return False
+        if pc.any(pc.match_substring(col, "\x00")).as_py():
+            return False
+    return True
 
 
 def _sniff_delimiter(path: PathLike, fields: int) -> str | None:
@@ -143,9 +169,6 @@ def _json_lines(path: PathLike, name: str, errors: ErrorCollector) -> Iterator[t
             if text is None:
                 continue
             try:
-                yield lineno, json.loads(text)
-            except json.JSONDecodeError as exc:
-                errors.add(
-                    f"{name} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "write one JSON object per line"
-                )
+                yield lineno, parse_json_line(text)
+            except JsonLineError as exc:
+                errors.add(f"{name} line {lineno}: {exc}")

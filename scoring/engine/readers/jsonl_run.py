@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from verity_limits import STAGE_MAX
+
 from ..errors import EngineInputError, ErrorCollector
 from ..tables import Run
-from .common import PathLike, _empty_file, _json_lines, _with
+from .common import PathLike, _bad_id, _empty_file, _json_lines, _with
 
 
 def _id_list(
@@ -17,9 +19,11 @@ def _id_list(
     for pos, item in enumerate(value, start=1):
         if not isinstance(item, str) or not item:
             errors.add(
-                f"{name} line {lineno}: {what}, position {pos}: {item!r} is not an item id; "
+                f"{name} line {lineno}: {what}, position {pos}: {item!r:.60} is not an item id; "
                 "ids are non-empty strings"
             )
+            return None
+        if _bad_id(item, f"{name} line {lineno}: {what}, position {pos}", "id", errors):
             return None
     return value
 
@@ -40,6 +44,8 @@ def _parse_jsonl_run(path: PathLike, name: str) -> tuple[_JsonlLines, tuple[str,
         qid = obj.get("query")
         if not isinstance(qid, str) or not qid:
             errors.add(f"{name} line {lineno}: 'query' must be a non-empty string")
+            continue
+        if _bad_id(qid, f"{name} line {lineno}", "query id", errors):
             continue
         if qid in seen:
             errors.add(
@@ -62,6 +68,12 @@ def _parse_jsonl_run(path: PathLike, name: str) -> tuple[_JsonlLines, tuple[str,
                 errors.add(f"{name} line {lineno}: 'stages' must map stage names to id lists")
                 continue
             for sname, ids in raw_stages.items():
+                if not sname or len(sname) > STAGE_MAX:
+                    errors.add(
+                        f"{name} line {lineno}: stage name {sname[:40]!r} must have 1 to "
+                        f"{STAGE_MAX} characters"
+                    )
+                    continue
                 checked = _id_list(ids, name, lineno, f"stage {sname!r}", errors)
                 if checked is not None:
                     stages[sname] = checked

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ErrorCollector
-from .common import PathLike, _decode, _empty_file, _name
+from .common import PathLike, _bad_id, _decode, _empty_file, _name
 
 
 def read_mapping(path: PathLike) -> dict[str, str]:
@@ -34,6 +34,11 @@ def read_mapping(path: PathLike) -> dict[str, str]:
                 )
                 continue
             fine, coarse = parts[0].strip(), parts[1].strip()
+            where = f"{name} line {lineno}"
+            if _bad_id(fine, where, "fine id", errors) or _bad_id(
+                coarse, where, "coarse id", errors
+            ):
+                continue
             if fine in first:
                 errors.add(
                     f"{name} line {lineno}: fine id {fine!r} already mapped at line "

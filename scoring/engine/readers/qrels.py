@@ -12,9 +12,11 @@ from .common import (
     _DICT,
     _INT_RE,
     PathLike,
+    _bad_id,
     _decode,
     _empty_file,
     _encode_qids,
+    _ids_storable,
     _is_comment,
     _name,
     _no_empty_fields,
@@ -50,6 +52,8 @@ def _read_qrels_fast(path: PathLike, name: str, delim: str) -> Qrels | None:
     if table is None or table.num_rows == 0:
         return None
     if not _no_empty_fields(table.column("q"), table.column("z"), table.column("d")):
+        return None
+    if not _ids_storable(table.column("q"), table.column("d")):
         return None
     qids, codes = _encode_qids(table.column("q"))
     if any(q.startswith("#") for q in qids):
@@ -90,6 +94,9 @@ def _read_qrels_slow(path: PathLike, name: str) -> Qrels:
             decoded = [_decode(f, name, lineno, errors) for f in (fields[0], fields[2])]
             qid, docid = decoded
             if qid is None or docid is None:
+                continue
+            where = f"{name} line {lineno}"
+            if _bad_id(qid, where, "query id", errors) or _bad_id(docid, where, "docid", errors):
                 continue
             if not _INT_RE.fullmatch(fields[3]):
                 errors.add(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ErrorCollector
-from .common import PathLike, _empty_file, _json_lines, _name
+from .common import PathLike, _bad_id, _empty_file, _json_lines, _name
 
 STATUSES: tuple[str, ...] = ("relevant", "no_answer", "unreviewed")
 
@@ -60,6 +60,8 @@ def read_statuses(path: PathLike) -> Statuses:
         qid, status = obj.get("query"), obj.get("status")
         if not isinstance(qid, str) or not qid:
             errors.add(f"{where}: 'query' must be a non-empty string")
+            continue
+        if _bad_id(qid, where, "query id", errors):
             continue
         if qid in seen:
             errors.add(f"{where}: query {qid!r} already given at line {seen[qid]}")

@@ -24,9 +24,11 @@ from .common import (
     _DICT,
     _INT_RE,
     PathLike,
+    _bad_id,
     _decode,
     _empty_file,
     _encode_qids,
+    _ids_storable,
     _is_comment,
     _no_empty_fields,
     _read_table,
@@ -74,6 +76,8 @@ def _read_trec_run_fast(
     if table is None or table.num_rows == 0:
         return None
     if not _no_empty_fields(*(table.column(c) for c in ("q", "z", "d", "t"))):
+        return None
+    if not _ids_storable(table.column("q"), table.column("d")):
         return None
     qids, codes = _encode_qids(table.column("q"))
     if any(q.startswith("#") for q in qids):
@@ -153,6 +157,9 @@ def _read_trec_run_slow(path: PathLike, name: str, *, order: str, dedup: str) ->
             qid = _decode(fields[0], name, lineno, errors)
             docid = _decode(fields[2], name, lineno, errors) if qid is not None else None
             if qid is None or docid is None:
+                continue
+            where = f"{name} line {lineno}"
+            if _bad_id(qid, where, "query id", errors) or _bad_id(docid, where, "docid", errors):
                 continue
             rank_text, score_text = fields[3], fields[4]
             if not _INT_RE.fullmatch(rank_text):
