@@ -108,6 +108,8 @@ def test_demo_judge_job_calibration_and_freeze(demo, jobs_inline, client):
     # The queue shows the proposal of the item on screen; "a" accepts it.
     reviewer = get_user_model().objects.get(username="reviewer")
     client.force_login(reviewer)
+    claimed = client.post(f"/c/{demo.slug}/review/claim/")  # claiming is a POST
+    assert claimed.status_code == 303
     page = client.get(f"/c/{demo.slug}/review/").content.decode()
     task = ReviewTask.objects.get(collection=demo, status=TaskStatus.CLAIMED, claimed_by=reviewer)
     proposal = Proposal.objects.get(query=task.query, item=task.item)
