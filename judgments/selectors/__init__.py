@@ -5,6 +5,15 @@ them from ``judgments.selectors``.
 """
 
 from .access import collections_for, may, may_score, role_of
+from .assessments import (
+    agreement_report,
+    assessments_of_pair,
+    frozen_assessments,
+    frozen_unresolved,
+    live_assessments,
+    open_adjudications,
+    unresolved_pairs,
+)
 from .collections import (
     collection_by_slug,
     collections_with_progress,
@@ -48,6 +57,8 @@ __all__ = [
     "ReviewProgress",
     "SearchHit",
     "SnapshotDiff",
+    "agreement_report",
+    "assessments_of_pair",
     "bundle_of",
     "change_that_made",
     "collection_by_slug",
@@ -56,15 +67,19 @@ __all__ = [
     "collections_with_review_progress",
     "diff_snapshots",
     "evidence_of",
+    "frozen_assessments",
     "frozen_judgments",
     "frozen_queries",
     "frozen_unjudged",
+    "frozen_unresolved",
     "item_in",
     "judgment_changes",
     "judgments_for_query",
     "judgments_of",
+    "live_assessments",
     "may",
     "may_score",
+    "open_adjudications",
     "open_tasks_for_query",
     "open_tasks_of",
     "queries_of",
@@ -81,4 +96,5 @@ __all__ = [
     "status_change_plan",
     "task_for_review",
     "unjudged_items_for",
+    "unresolved_pairs",
 ]

@@ -14,7 +14,8 @@ from ..models import (
     SnapshotQuery,
     SnapshotUnjudged,
 )
-from ..snapshots import canonical_lines
+from ..snapshots import Overlap, canonical_lines
+from .assessments import frozen_assessments, frozen_unresolved
 
 
 def snapshot_of(collection: Collection, number: int | None = None) -> Snapshot:
@@ -73,6 +74,15 @@ def snapshot_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
         queries=frozen_queries(snapshot),
         judgments=frozen_judgments(snapshot),
         unjudged=frozen_unjudged(snapshot),
+        overlap=None
+        if not snapshot.has_overlap
+        else Overlap(
+            policy=snapshot.resolution_policy,
+            assessors_per_item=snapshot.assessors_per_item,
+            distance=snapshot.adjudicate_distance,
+            assessments=frozen_assessments(snapshot),
+            unresolved=frozen_unresolved(snapshot),
+        ),
     )
 
 

@@ -1,0 +1,191 @@
+"""Several assessors per item: slots in the queue, blind claims, resolution by policy,
+adjudication, and what a snapshot freezes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judgments.models import (
+    AdjudicationStatus,
+    AdjudicationTask,
+    Assessment,
+    AssessmentChange,
+    ChangeSource,
+    Judgment,
+    JudgmentChange,
+    ReviewTask,
+    TaskStatus,
+)
+from judgments.selectors import snapshot_canonical_lines
+from judgments.services import (
+    InvariantError,
+    adjudicate,
+    assess_task,
+    claim_next_task,
+    freeze_snapshot,
+    queue_unjudged,
+    record_assessment,
+    update_collection_settings,
+)
+from judgments.snapshots import content_hash
+from tests.factories import make_collection, make_item, make_query, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def overlap():
+    """A graded collection asking two assessors per item, adjudicating any disagreement."""
+    collection = make_collection(slug="overlap")
+    return update_collection_settings(
+        collection=collection,
+        assessors_per_item=2,
+        resolution_policy="adjudicate",
+        adjudicate_distance=0,
+    )
+
+
+def _queue(collection, query, items):
+    queue_unjudged(
+        collection=collection,
+        pairs=[(query.pk, item.pk, rank) for rank, item in enumerate(items, 1)],
+        source="run bm25",
+    )
+
+
+def test_each_pooled_pair_gets_one_slot_per_assessor(overlap):
+    query = make_query(overlap, external_id="q1")
+    items = [make_item(overlap) for _ in range(3)]
+    _queue(overlap, query, items)
+    slots = sorted(ReviewTask.objects.values_list("item__external_id", "slot", "priority"))
+    assert len(slots) == 6
+    for item in items:
+        mine = [s for s in slots if s[0] == item.external_id]
+        assert [s[1] for s in mine] == [1, 2]
+        assert mine[0][2] == mine[1][2]  # slot 2 serves in slot 1's order
+
+
+def test_a_reviewer_never_gets_a_pair_twice_and_two_agreeing_assessments_resolve(overlap):
+    ana, ben = make_user("ana"), make_user("ben")
+    query = make_query(overlap, external_id="q1")
+    item = make_item(overlap, external_id="d1")
+    _queue(overlap, query, [item])
+    task = claim_next_task(reviewer=ana, collection=overlap)
+    assert (task.item_id, task.slot) == (item.pk, 1)
+    assess_task(task=task, reviewer=ana, grade=2)
+    assert not Judgment.objects.exists()  # one of two: not resolved yet
+    assert claim_next_task(reviewer=ana, collection=overlap) is None  # ana assessed it
+    second = claim_next_task(reviewer=ben, collection=overlap)
+    assert (second.item_id, second.slot) == (item.pk, 2)
+    assess_task(task=second, reviewer=ben, grade=2)
+    judgment = Judgment.objects.get()
+    assert (judgment.grade, judgment.reviewer) == (2, None)
+    assert JudgmentChange.objects.get().source == ChangeSource.RESOLUTION
+    assert set(ReviewTask.objects.values_list("status", flat=True)) == {TaskStatus.DONE}
+    assert sorted(AssessmentChange.objects.values_list("assessor_name", "new_grade")) == [
+        ("ana", 2),
+        ("ben", 2),
+    ]
+
+
+def test_a_reviewer_holding_one_slot_is_not_offered_the_other(overlap):
+    ana = make_user("ana")
+    query = make_query(overlap, external_id="q1")
+    item = make_item(overlap, external_id="d1")
+    _queue(overlap, query, [item])
+    held = claim_next_task(reviewer=ana, collection=overlap)
+    # Asking again returns the held slot, never the pair's other one.
+    assert claim_next_task(reviewer=ana, collection=overlap).pk == held.pk
+
+
+def test_an_assessor_assesses_a_pair_once(overlap):
+    ana = make_user("ana")
+    query = make_query(overlap, external_id="q1")
+    item = make_item(overlap, external_id="d1")
+    record_assessment(query=query, item=item, grade=1, assessor=ana)
+    with pytest.raises(InvariantError, match="ana has assessed item 'd1' of query 'q1'"):
+        record_assessment(query=query, item=item, grade=3, assessor=ana)
+    assert Assessment.objects.get().grade == 1
+
+
+def test_a_disagreement_goes_to_the_adjudicator_whose_decision_is_the_label(overlap):
+    ana, ben, cleo = make_user("ana"), make_user("ben"), make_user("cleo")
+    query = make_query(overlap, external_id="q1")
+    item = make_item(overlap, external_id="d1")
+    _queue(overlap, query, [item])
+    assess_task(task=claim_next_task(reviewer=ana, collection=overlap), reviewer=ana, grade=1)
+    assess_task(task=claim_next_task(reviewer=ben, collection=overlap), reviewer=ben, grade=3)
+    assert not Judgment.objects.exists()
+    task = AdjudicationTask.objects.get()
+    assert task.status == AdjudicationStatus.OPEN
+    assert task.reason == "adjudicate leaves grades [1, 3] open"
+
+    snapshot, _ = freeze_snapshot(collection=overlap, by=None)
+    assert (snapshot.n_judgments, snapshot.n_unresolved, snapshot.n_assessments) == (0, 1, 2)
+
+    judgment = adjudicate(task=task, grade=2, by=cleo)
+    assert (judgment.grade, judgment.reviewer) == (2, cleo)
+    change = JudgmentChange.objects.get()
+    assert (change.changed_by, change.source, change.new_grade) == (
+        cleo,
+        ChangeSource.ADJUDICATION,
+        2,
+    )
+    task.refresh_from_db()
+    assert (task.status, task.grade, task.decided_by) == (AdjudicationStatus.DECIDED, 2, cleo)
+    with pytest.raises(InvariantError, match="decided already"):
+        adjudicate(task=task, grade=0, by=cleo)
+
+    after, created = freeze_snapshot(collection=overlap, by=None)
+    assert created and (after.n_judgments, after.n_unresolved) == (1, 0)
+    lines = [json.loads(line) for line in snapshot_canonical_lines(after)]
+    assert lines[0] == ["verity-snapshot", 2]
+    assert lines[2] == ["resolution", "adjudicate", 2, 0]
+    assert ["judgment", "q1", "d1", 2] in lines
+    assert [line for line in lines if line[0] == "assessment"] == [
+        ["assessment", "q1", "d1", "ana", 1],
+        ["assessment", "q1", "d1", "ben", 3],
+    ]
+    before = [json.loads(line) for line in snapshot_canonical_lines(snapshot)]
+    assert ["unresolved", "q1", "d1"] in before
+    for frozen in (snapshot, after):
+        assert content_hash(snapshot_canonical_lines(frozen)) == frozen.content_hash
+
+
+@pytest.mark.parametrize(
+    ("policy", "grades", "resolved"),
+    [("majority", [2, 2, 0], 2), ("median", [3, 0, 1], 1), ("min-of-agreeing", [3, 2, 3], 2)],
+)
+def test_the_nth_assessment_resolves_by_the_collection_policy(policy, grades, resolved):
+    collection = make_collection(slug=f"c-{policy}")
+    update_collection_settings(
+        collection=collection, assessors_per_item=3, resolution_policy=policy
+    )
+    query = make_query(collection, external_id="q1")
+    item = make_item(collection, external_id="d1")
+    for n, grade in enumerate(grades):
+        assert not Judgment.objects.exists()
+        record_assessment(query=query, item=item, grade=grade, assessor=make_user(f"r{n}"))
+    assert Judgment.objects.get().grade == resolved
+    assert not AdjudicationTask.objects.exists()
+
+
+def test_a_resolved_grade_the_query_status_refuses_goes_to_adjudication(overlap):
+    query = make_query(overlap, external_id="q1", status="no_answer")
+    item = make_item(overlap, external_id="d1")
+    update_collection_settings(collection=overlap, resolution_policy="median")
+    for name in ("ana", "ben"):
+        record_assessment(query=query, item=item, grade=3, assessor=make_user(name))
+    assert not Judgment.objects.exists()
+    assert "refused: query 'q1' is marked 'confirmed no answer'" in (
+        AdjudicationTask.objects.get().reason
+    )
+
+
+def test_settings_are_checked(overlap):
+    with pytest.raises(InvariantError, match="assessors per item 0"):
+        update_collection_settings(collection=overlap, assessors_per_item=0)
+    with pytest.raises(InvariantError, match="resolution policy 'vote'"):
+        update_collection_settings(collection=overlap, resolution_policy="vote")
