@@ -4,7 +4,7 @@ One module per concept; this package re-exports the public names, so callers imp
 them from ``judgments.selectors``.
 """
 
-from .access import collections_for, may, may_score, role_of
+from .access import collections_for, may, may_adjudicate, may_score, role_of
 from .assessments import (
     agreement_report,
     assessments_of_pair,
@@ -78,6 +78,7 @@ __all__ = [
     "judgments_of",
     "live_assessments",
     "may",
+    "may_adjudicate",
     "may_score",
     "open_adjudications",
     "open_tasks_for_query",

@@ -26,7 +26,7 @@ from .judgments import (
     remove_judgment,
     undo_judgment_change,
 )
-from .members import set_member_role, set_membership
+from .members import set_adjudicator, set_member_role, set_membership
 from .queries import (
     normalize_evidence,
     set_evidence_condition,
@@ -72,6 +72,7 @@ __all__ = [
     "remove_judgment",
     "resolve_pair",
     "revoke_api_token",
+    "set_adjudicator",
     "set_evidence_condition",
     "set_member_role",
     "set_membership",

@@ -154,11 +154,12 @@ def update_collection_settings(*, collection: Collection, **changes: Any) -> Col
     if type(depth) is not int or depth < 1:
         raise InvariantError(f"pool depth {depth!r} must be a positive integer")
     _check_overlap_settings(changes)
-    collection = lock_collection(collection.pk)
+    given, collection = collection, lock_collection(collection.pk)
     starts_overlap = not collection.has_overlap and changes.get("assessors_per_item", 1) > 1
     if changes:
         for name, value in changes.items():
             setattr(collection, name, value)
+            setattr(given, name, value)  # the caller's copy must not serve stale settings
         collection.save(update_fields=list(changes))
     if starts_overlap:
         _start_overlap(collection)

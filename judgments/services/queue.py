@@ -54,6 +54,10 @@ def queue_unjudged(
     if not wanted:
         return 0, 0
     share_collection(collection.pk)
+    # The slots follow the stored setting, not the caller's copy of the collection.
+    collection.assessors_per_item = Collection.objects.values_list(
+        "assessors_per_item", flat=True
+    ).get(pk=collection.pk)
     query_ids = {q for q, _ in wanted}
     # Lock the queries (in pk order, as every service does) so that no judgment of these
     # pairs commits between reading the judged pairs and queueing the rest.

@@ -7,6 +7,7 @@ queue also works without JavaScript. Nothing is ever saved over someone else's c
 a stale edit renders both values and waits for the reviewer to choose.
 """
 
+from .assessments import adjudication_decide, adjudication_queue, agreement_page
 from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
@@ -24,6 +25,9 @@ from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snaps
 __all__ = [
     "ReviewScope",
     "ReviewSession",
+    "adjudication_decide",
+    "adjudication_queue",
+    "agreement_page",
     "bulk_status",
     "collection_detail",
     "home",
