@@ -80,7 +80,7 @@ def pair_figures(a: Sequence[int], b: Sequence[int], *, grades: Sequence[int]) -
 
     out["agreement"] = sum(x == y for x, y in zip(a, b, strict=True)) / n
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore")  # 0/0 is detected below and said undefined
         plain = float(cohen_kappa_score(a, b, labels=list(grades)))
         quadratic = float(cohen_kappa_score(a, b, labels=list(grades), weights="quadratic"))
     reasons = []

@@ -110,7 +110,7 @@ def _assess(
         except IntegrityError:
             raise InvariantError(f"{who} has assessed {where} already") from None
         old_grade = None
-        _complete_slot(query=query, item=item, assessor=assessor, task=task)
+        complete_slot(query=query, item=item, assessor=assessor, task=task)
     else:
         if current is None or current.version != expected_version:
             raise InvariantError(
@@ -139,7 +139,7 @@ def _assess(
     return assessment
 
 
-def _complete_slot(
+def complete_slot(
     *, query: Query, item: Item, assessor: User | None, task: ReviewTask | None
 ) -> None:
     """Mark one open slot of the pair done: the given task, else the one this assessor
