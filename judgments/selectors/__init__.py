@@ -11,6 +11,7 @@ from .assessments import (
     frozen_assessments,
     frozen_unresolved,
     live_assessments,
+    one_assessor,
     open_adjudications,
     unresolved_pairs,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "may",
     "may_adjudicate",
     "may_score",
+    "one_assessor",
     "open_adjudications",
     "open_tasks_for_query",
     "open_tasks_of",

@@ -62,6 +62,23 @@ def unresolved_pairs(collection: Collection) -> set[tuple[str, str]]:
     return assessed - set(judged) - set(open_tasks)
 
 
+def one_assessor(
+    rows: Iterable[tuple[str, str, str, int]], assessor: str, where: str
+) -> list[tuple[str, str, int]]:
+    """(query, item, grade) of one assessor's assessments among ``rows``; ``LookupError``
+    naming the assessors there are when ``assessor`` has none."""
+    names: set[str] = set()
+    mine = []
+    for qid, item, who, grade in rows:
+        names.add(who)
+        if who == assessor:
+            mine.append((qid, item, grade))
+    if not mine:
+        have = ", ".join(sorted(names)) or "none"
+        raise LookupError(f"{where} has no assessments by '{assessor}'; its assessors: {have}")
+    return mine
+
+
 def frozen_assessments(snapshot: Snapshot) -> Iterator[tuple[str, str, str, int]]:
     return (
         SnapshotAssessment.objects.filter(snapshot=snapshot)

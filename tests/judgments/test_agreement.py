@@ -194,3 +194,44 @@ def test_too_little_overlap_is_undefined_with_its_reason_never_0_or_1(ratings, r
         else:  # identical constant grades: kappa is 0/0, raw agreement is defined
             assert pair["kappa"] is None and pair["agreement"] == 1.0
             assert "0/0" in pair["undefined"]
+
+
+def test_one_assessors_qrels_export_by_command_and_api(run_command, two_assessors, client):
+    alice, bob, alice_file, bob_file, topics = two_assessors
+    _import_both(run_command, alice_file, bob_file, topics)
+    collection = Collection.objects.get(slug="ag")
+    default_before = run_command("export_qrels", "ag")[0]
+    assert default_before == _qrels(  # the resolved labels: alice first, bob's extras
+        {**{u: g for u, g in bob.items() if u not in alice}, **alice}
+    )
+    assert run_command("export_qrels", "ag", "--assessor", "bob")[0] == _qrels(bob)
+    with pytest.raises(Exception, match="no assessments by 'carol'; its assessors: alice, bob"):
+        run_command("export_qrels", "ag", "--assessor", "carol")
+
+    update_collection_settings(collection=collection, assessors_per_item=2)
+    freeze_snapshot(collection=collection, by=None)
+    assert run_command("export_qrels", "ag", "--snapshot", "1", "--assessor", "alice")[
+        0
+    ] == _qrels(alice)
+    assert run_command("export_qrels", "ag", "--snapshot", "1")[0] == default_before
+
+    from django.contrib.auth import get_user_model
+
+    from judgments.services import set_membership
+
+    eve = get_user_model().objects.create_user(username="eve")
+    set_membership(collection=collection, user=eve, role="evaluator")
+    client.force_login(eve)
+    api = "/api/collections/ag"
+    response = client.get(f"{api}/snapshots/1/qrels?assessor=bob")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).decode() == _qrels(bob)
+    assert client.get(f"{api}/snapshots/1/qrels?assessor=carol").status_code == 404
+    agreement_json = client.get(f"{api}/agreement/?snapshot=1").json()
+    assert agreement_json["assessors"] == ["alice", "bob"]
+    assert agreement_json == json.loads(
+        run_command("agreement", "ag", "--snapshot", "1", "--json")[0]
+    )
+    page = client.get("/c/ag/agreement/")
+    assert page.status_code == 200
+    assert "alice / bob" in page.content.decode()
