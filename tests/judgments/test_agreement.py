@@ -210,9 +210,9 @@ def test_one_assessors_qrels_export_by_command_and_api(run_command, two_assessor
 
     update_collection_settings(collection=collection, assessors_per_item=2)
     freeze_snapshot(collection=collection, by=None)
-    assert run_command("export_qrels", "ag", "--snapshot", "1", "--assessor", "alice")[
-        0
-    ] == _qrels(alice)
+    assert run_command("export_qrels", "ag", "--snapshot", "1", "--assessor", "alice")[0] == _qrels(
+        alice
+    )
     assert run_command("export_qrels", "ag", "--snapshot", "1")[0] == default_before
 
     from django.contrib.auth import get_user_model
