@@ -15,6 +15,7 @@ urlpatterns = [
     path("c/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudicate"),
     path("c/<slug:slug>/adjudicate/decide/", views.adjudication_decide, name="adjudicate-decide"),
     path("c/<slug:slug>/agreement/", views.agreement_page, name="agreement"),
+    path("c/<slug:slug>/reviewers/", views.reviewer_stats_page, name="reviewers"),
     path("c/<slug:slug>/status/", views.bulk_status, name="bulk-status"),
     path("c/<slug:slug>/snapshots/", views.snapshot_list, name="snapshots"),
     path("c/<slug:slug>/snapshots/freeze/", views.snapshot_freeze, name="snapshot-freeze"),

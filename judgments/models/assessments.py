@@ -34,6 +34,9 @@ class Assessment(models.Model):
     grade = models.SmallIntegerField()
     note = models.TextField(blank=True)
     version = models.PositiveIntegerField(default=1)
+    claimed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the assessor claimed the task it answered."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

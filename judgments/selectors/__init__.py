@@ -40,6 +40,7 @@ from .review import (
     queue_progress,
     task_for_review,
 )
+from .reviewers import labels_per_hour, reviewer_stats
 from .search import SearchHit, search_items
 from .snapshots import (
     SnapshotDiff,
@@ -77,6 +78,7 @@ __all__ = [
     "judgment_changes",
     "judgments_for_query",
     "judgments_of",
+    "labels_per_hour",
     "live_assessments",
     "may",
     "may_adjudicate",
@@ -91,6 +93,7 @@ __all__ = [
     "query_progress",
     "query_tags_of",
     "queue_progress",
+    "reviewer_stats",
     "role_of",
     "search_items",
     "snapshot_canonical_lines",

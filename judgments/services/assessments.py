@@ -106,6 +106,7 @@ def _assess(
                     assessor_name="" if assessor else assessor_name,
                     grade=grade,
                     note=note,
+                    claimed_at=task.claimed_at if task is not None else None,
                 )
         except IntegrityError:
             raise InvariantError(f"{who} has assessed {where} already") from None

@@ -272,6 +272,7 @@ def undo_judgment_change(
                 status=TaskStatus.CLAIMED,
                 claimed_by=reviewer,
                 lease_expires_at=now + lease,
+                claimed_at=now,
                 updated_at=now,
             )
             task.refresh_from_db()

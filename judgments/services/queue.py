@@ -292,6 +292,7 @@ def _claim_first(
                 status=TaskStatus.CLAIMED,
                 claimed_by=reviewer,
                 lease_expires_at=now + lease,
+                claimed_at=now,
                 updated_at=now,
             )
             if won == 1:

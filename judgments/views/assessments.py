@@ -15,14 +15,16 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from ..models import AdjudicationTask, Collection, Snapshot
+from ..models import AdjudicationTask, Collection, Role, Snapshot
 from ..selectors import (
     agreement_report,
     assessments_of_pair,
     may_adjudicate,
     open_adjudications,
+    reviewer_stats,
     snapshot_of,
 )
+from ..selectors.reviewers import SESSION_GAP
 from ..services import InvariantError, adjudicate
 from .common import _grade_label, _grades, member_view
 
@@ -91,6 +93,24 @@ def adjudication_decide(request: HttpRequest, collection: Collection) -> HttpRes
             f"of query '{task.query.external_id}'.",
         )
     return redirect(reverse("judgments:adjudicate", args=[collection.slug]))
+
+
+@require_GET
+@member_view()
+def reviewer_stats_page(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """Per assessor: labels, labels per hour, median seconds claim → submit, skips, and
+    agreement with the resolved labels. Collection admins only."""
+    if request.collection_role != Role.ADMIN:  # type: ignore[attr-defined]
+        raise PermissionDenied("Reviewer statistics are for the collection's admins.")
+    return render(
+        request,
+        "judgments/reviewers.html",
+        {
+            "collection": collection,
+            "rows": reviewer_stats(collection),
+            "gap_minutes": int(SESSION_GAP.total_seconds() // 60),
+        },
+    )
 
 
 @require_GET

@@ -189,3 +189,73 @@ def test_settings_are_checked(overlap):
         update_collection_settings(collection=overlap, assessors_per_item=0)
     with pytest.raises(InvariantError, match="resolution policy 'vote'"):
         update_collection_settings(collection=overlap, resolution_policy="vote")
+
+
+def test_reviewer_statistics_for_admins(overlap, client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from judgments.models import TaskSkip
+    from judgments.selectors import labels_per_hour, reviewer_stats
+    from judgments.services import set_membership, skip_task
+
+    ana, ben = make_user("ana"), make_user("ben")
+    query = make_query(overlap, external_id="q1")
+    items = [make_item(overlap, external_id=f"d{n}") for n in range(3)]
+    _queue(overlap, query, items)
+    start = timezone.now() - timedelta(hours=1)
+    for n in range(3):
+        task = claim_next_task(reviewer=ana, collection=overlap)
+        # ana claimed this task 10, 20, 30 seconds before she submitted it
+        ReviewTask.objects.filter(pk=task.pk).update(
+            claimed_at=timezone.now() - timedelta(seconds=10 * (n + 1))
+        )
+        assess_task(task=task, reviewer=ana, grade=2)
+    skip_task(task=claim_next_task(reviewer=ben, collection=overlap), reviewer=ben)
+    assert TaskSkip.objects.count() == 1
+
+    rows = {r["assessor"]: r for r in reviewer_stats(overlap)}
+    assert rows["ana"]["labels"] == 3 and rows["ana"]["timed"] == 3
+    assert rows["ana"]["median_seconds"] == pytest.approx(20, abs=2)
+    assert rows["ana"]["agreement"] is None  # 0 resolved units: undefined, not 0
+    assert (rows["ben"]["labels"], rows["ben"]["skips"]) == (0, 1)
+
+    # Two labels 10 min apart, then a 2-hour break, then one 5 min later: 2 labels in
+    # 15 minutes of work = 8 per hour.
+    times = [start, start + timedelta(minutes=10), start + timedelta(hours=2, minutes=10)]
+    times.append(times[-1] + timedelta(minutes=5))
+    assert labels_per_hour(times) == pytest.approx(8.0)
+    assert labels_per_hour([start]) is None
+
+    set_membership(collection=overlap, user=ana, role="reviewer")
+    client.force_login(ana)
+    assert client.get("/c/overlap/reviewers/").status_code == 403
+    boss = make_user("boss")
+    set_membership(collection=overlap, user=boss, role="admin")
+    client.force_login(boss)
+    page = client.get("/c/overlap/reviewers/").content.decode()
+    assert 'data-assessor="ana"' in page and 'data-assessor="ben"' in page
+
+
+def test_reviewer_statistics_of_a_single_assessor_collection_time_judgments():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from judgments.selectors import reviewer_stats
+    from judgments.services import judge_task
+
+    collection = make_collection(slug="solo")
+    ana = make_user("ana")
+    query = make_query(collection, external_id="q1")
+    _queue(collection, query, [make_item(collection) for _ in range(2)])
+    for seconds in (30, 50):
+        task = claim_next_task(reviewer=ana, collection=collection)
+        ReviewTask.objects.filter(pk=task.pk).update(
+            claimed_at=timezone.now() - timedelta(seconds=seconds)
+        )
+        judge_task(task=task, reviewer=ana, grade=1)
+    (row,) = reviewer_stats(collection)
+    assert (row["assessor"], row["labels"], row["timed"]) == ("ana", 2, 2)
+    assert row["median_seconds"] == pytest.approx(40, abs=2)
