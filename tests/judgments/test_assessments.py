@@ -259,3 +259,51 @@ def test_reviewer_statistics_of_a_single_assessor_collection_time_judgments():
     (row,) = reviewer_stats(collection)
     assert (row["assessor"], row["labels"], row["timed"]) == ("ana", 2, 2)
     assert row["median_seconds"] == pytest.approx(40, abs=2)
+
+
+def test_the_query_page_records_an_assessment_not_a_label_with_several_assessors(overlap, client):
+    from judgments.services import set_membership
+
+    ana = make_user("ana")
+    set_membership(collection=overlap, user=ana, role="reviewer")
+    make_query(overlap, external_id="q1")
+    make_item(overlap, external_id="d1")
+    client.force_login(ana)
+    response = client.post("/c/overlap/q/q1/", {"action": "grade", "item": "d1", "grade": 2})
+    assert response.status_code == 302
+    assert list(Assessment.objects.values_list("assessor__username", "grade")) == [("ana", 2)]
+    assert not Judgment.objects.exists()
+    again = client.post("/c/overlap/q/q1/", {"action": "grade", "item": "d1", "grade": 3})
+    assert again.status_code == 400  # one assessment per assessor: nothing changed
+    assert Assessment.objects.get().grade == 2
+
+
+def test_the_api_judges_a_task_as_a_blind_assessment_with_several_assessors(overlap, client):
+    from judgments.services import set_membership
+
+    ana, ben = make_user("ana"), make_user("ben")
+    for user in (ana, ben):
+        set_membership(collection=overlap, user=user, role="reviewer")
+    query = make_query(overlap, external_id="q1")
+    _queue(overlap, query, [make_item(overlap, external_id="d1")])
+    answers = []
+    for user, grade in ((ana, 1), (ben, 1)):
+        client.force_login(user)
+        task = client.post("/api/collections/overlap/tasks/claim/").json()
+        answers.append(
+            client.post(
+                f"/api/collections/overlap/tasks/{task['id']}/judge/",
+                {"grade": grade},
+                content_type="application/json",
+            )
+        )
+    assert [a.status_code for a in answers] == [202, 202]
+    assert answers[0].json()["resolved_grade"] is None  # one of two: not resolved
+    assert answers[1].json() == {
+        "query": "q1",
+        "item": "d1",
+        "assessor": "ben",
+        "grade": 1,
+        "version": 1,
+        "resolved_grade": 1,
+    }
