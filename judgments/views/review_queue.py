@@ -240,7 +240,12 @@ def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryPro
         return None, query_progress(query), ""
     task = queue.claim(current=query.pk)
     note = ""
-    if task is None or task.query_id != query.pk:
+    if (task is None or task.query_id != query.pk) and queue.collection.has_overlap:
+        note = (
+            f" Query '{query.external_id}' has {n} open assessment{'s' if n != 1 else ''} "
+            "left for other reviewers (you assessed, skipped or hold those items)."
+        )
+    elif task is None or task.query_id != query.pk:
         note = (
             f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "
             "you skipped or another reviewer holds."

@@ -307,3 +307,26 @@ def test_the_api_judges_a_task_as_a_blind_assessment_with_several_assessors(over
         "version": 1,
         "resolved_grade": 1,
     }
+
+
+def test_the_queue_says_what_is_left_for_the_other_assessors(overlap, client):
+    from judgments.services import set_membership
+
+    ana = make_user("ana")
+    set_membership(collection=overlap, user=ana, role="reviewer")
+    query = make_query(overlap, external_id="q1")
+    _queue(overlap, query, [make_item(overlap, external_id="d1")])
+    client.force_login(ana)
+    client.get("/c/overlap/review/")
+    task = ReviewTask.objects.get(status=TaskStatus.CLAIMED)
+    answer = client.post(
+        "/c/overlap/review/judge/",
+        {"task": task.pk, "grade": 2},
+        HTTP_ACCEPT="application/json",
+    ).json()
+    assert answer["message"] == (
+        "Saved your assessment 2 relevant for item 'd1' of query 'q1'. Query 'q1' has 1 "
+        "open assessment left for other reviewers (you assessed, skipped or hold those items)."
+    )
+    assert answer["assessed"] == {"query": "q1", "item": "d1", "grade": 2}
+    assert answer["task"] is None  # nothing else for ana: the other slot is not hers
