@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from judgments.models import Collection, Snapshot
-from judgments.selectors import agreement_report, collection_by_slug, snapshot_of
+from judgments.management.arguments import collection_and_snapshot
+from judgments.selectors import agreement_report
 
 
 def _fmt(value: float | None) -> str:
@@ -34,15 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            collection = collection_by_slug(options["slug"])
-            snapshot = (
-                snapshot_of(collection, options["snapshot"])
-                if options["snapshot"] is not None
-                else None
-            )
-        except (Collection.DoesNotExist, Snapshot.DoesNotExist) as exc:
-            raise CommandError(str(exc)) from None
+        collection, snapshot = collection_and_snapshot(options["slug"], options["snapshot"])
         report = agreement_report(collection, snapshot)
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, sort_keys=True))

@@ -19,14 +19,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judgments import formats
-from judgments.models import Collection, Snapshot
+from judgments.management.arguments import collection_and_snapshot
+from judgments.models import Snapshot
 from judgments.selectors import (
     bundle_of,
-    collection_by_slug,
     live_assessments,
     one_assessor,
     snapshot_canonical_lines,
-    snapshot_of,
     snapshot_trec_lines,
 )
 
@@ -59,15 +58,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            collection = collection_by_slug(options["slug"])
-            snapshot = (
-                snapshot_of(collection, options["snapshot"])
-                if options["snapshot"] is not None
-                else None
-            )
-        except (Collection.DoesNotExist, Snapshot.DoesNotExist) as exc:
-            raise CommandError(str(exc)) from None
+        collection, snapshot = collection_and_snapshot(options["slug"], options["snapshot"])
         if options["assessor"] and options["format"] != "trec":
             raise CommandError("--assessor exports TREC qrels; leave out --format jsonl")
         if snapshot is not None:
