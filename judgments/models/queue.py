@@ -32,6 +32,7 @@ class ReviewTask(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="review_tasks")
     slot = models.PositiveSmallIntegerField(
         default=1,
+        db_default=1,  # rows written by raw SQL or COPY (bench/, other tools) are slot 1
         help_text="Which of the collection's assessors_per_item assessments this task "
         "stands for; with one assessor per item always 1.",
     )
