@@ -10,6 +10,8 @@ from django.contrib import admin
 from django.db import transaction
 
 from .models import (
+    AdjudicationTask,
+    Assessment,
     Collection,
     EvidenceCondition,
     Item,
@@ -40,7 +42,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 class CollectionAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "unit", "relevant_grade", "pool_depth", "created_at"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["scale", "relevant_grade", "created_at"]
+    # The assessor settings change through update_collection_settings (the API's PATCH),
+    # which gives open tasks their slots and keeps judgments as assessments.
+    readonly_fields = [
+        "scale",
+        "relevant_grade",
+        "created_at",
+        "assessors_per_item",
+        "resolution_policy",
+        "adjudicate_distance",
+    ]
 
 
 @admin.register(Query)
@@ -94,9 +105,23 @@ class ReviewTaskAdmin(ReadOnlyAdmin):
     list_select_related = ["query", "item", "claimed_by"]
 
 
+@admin.register(Assessment)
+class AssessmentAdmin(ReadOnlyAdmin):
+    list_display = ["query", "item", "assessor", "assessor_name", "grade", "version"]
+    list_filter = ["collection", "grade"]
+    list_select_related = ["query", "item", "assessor"]
+
+
+@admin.register(AdjudicationTask)
+class AdjudicationTaskAdmin(ReadOnlyAdmin):
+    list_display = ["query", "item", "status", "grade", "decided_by", "decided_at", "reason"]
+    list_filter = ["collection", "status"]
+    list_select_related = ["query", "item", "decided_by"]
+
+
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["collection", "user", "role", "created_at"]
+    list_display = ["collection", "user", "role", "can_adjudicate", "created_at"]
     list_filter = ["collection", "role"]
     list_select_related = ["collection", "user"]
 

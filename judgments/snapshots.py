@@ -15,6 +15,19 @@ ending in ``\\n``, arrays written with ``separators=(",", ":")`` and
 
 Only content is hashed: not the version number, time, author or note. Item texts are
 not part of a snapshot; labels are.
+
+Version 2 is the form of a collection with several assessors per item
+(``assessors_per_item`` > 1); a collection with one keeps version 1, byte for byte.
+It is version 1 with line 1 ``["verity-snapshot",2]`` and three additions:
+
+2a. after the collection line, ``["resolution",POLICY,N,DISTANCE]``: the resolution
+    policy, assessors per item and adjudicate distance (``judgments/resolution.py``)
+4a. after the judgments (which are the *resolved* labels), one
+    ``["assessment",QID,ITEM,ASSESSOR,GRADE]`` per assessment, sorted by
+    (QID, ITEM, ASSESSOR); ASSESSOR is the user name or the imported assessor's name
+5a. after the unjudged markers, one ``["unresolved",QID,ITEM]`` per pair that has all
+    its assessments but awaits an adjudicator, sorted by (QID, ITEM): it is unjudged
+    in the snapshot, and counted
 """
 
 from __future__ import annotations
@@ -22,9 +35,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 FORM_VERSION = 1
+OVERLAP_FORM_VERSION = 2
 
 
 def _line(value: list[Any]) -> bytes:
@@ -37,6 +52,18 @@ def _line(value: list[Any]) -> bytes:
 _str = json.encoder.encode_basestring
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """What form version 2 adds: the resolution settings, every assessment as
+    (QID, ITEM, ASSESSOR, GRADE), and the pairs awaiting adjudication as (QID, ITEM)."""
+
+    policy: str
+    assessors_per_item: int
+    distance: int
+    assessments: Iterable[tuple[str, str, str, int]]
+    unresolved: Iterable[tuple[str, str]]
+
+
 def canonical_lines(
     *,
     slug: str,
@@ -46,17 +73,27 @@ def canonical_lines(
     queries: Iterable[tuple[str, str, list[list[str]] | None]],
     judgments: Iterable[tuple[str, str, int]],
     unjudged: Iterable[tuple[str, str]],
+    overlap: Overlap | None = None,
 ) -> Iterator[bytes]:
-    """Yield the canonical form's lines; inputs may come in any order."""
-    yield _line(["verity-snapshot", FORM_VERSION])
+    """Yield the canonical form's lines; inputs may come in any order. ``overlap`` given
+    (several assessors per item): form version 2, else version 1."""
+    yield _line(["verity-snapshot", FORM_VERSION if overlap is None else OVERLAP_FORM_VERSION])
     scale_sorted = [dict(sorted(g.items())) for g in sorted(scale, key=lambda g: g["grade"])]
     yield _line(["collection", slug, unit, relevant_grade, scale_sorted])
+    if overlap is not None:
+        yield _line(["resolution", overlap.policy, overlap.assessors_per_item, overlap.distance])
     for qid, status, evidence in sorted(queries, key=lambda r: r[0]):
         yield _line(["query", qid, status, evidence])
     for qid, item, grade in sorted(judgments, key=lambda r: (r[0], r[1])):
         yield f'["judgment",{_str(qid)},{_str(item)},{int(grade)}]\n'.encode()
+    if overlap is not None:
+        for qid, item, who, grade in sorted(overlap.assessments, key=lambda r: r[:3]):
+            yield f'["assessment",{_str(qid)},{_str(item)},{_str(who)},{int(grade)}]\n'.encode()
     for qid, item in sorted(unjudged):
         yield f'["unjudged",{_str(qid)},{_str(item)}]\n'.encode()
+    if overlap is not None:
+        for qid, item in sorted(overlap.unresolved):
+            yield f'["unresolved",{_str(qid)},{_str(item)}]\n'.encode()
 
 
 def content_hash(lines: Iterable[bytes]) -> str:

@@ -25,6 +25,7 @@ from judgments.models import (
     Role,
     Snapshot,
 )
+from judgments.resolution import POLICIES
 from verity_limits import ID_MAX, INT32_MAX, NAME_MAX, NOTE_MAX
 
 CLIENT_KEY_HELP = (
@@ -93,6 +94,23 @@ class CollectionSettingsInput(serializers.Serializer):
         required=False,
         help_text="Every item of the corpus is imported: a run naming an item the collection "
         "lacks is then refused instead of making a placeholder to judge.",
+    )
+    assessors_per_item = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=20,
+        help_text="How many reviewers assess each pooled pair, blind (docs/ASSESSORS.md).",
+    )
+    resolution_policy = serializers.ChoiceField(
+        required=False,
+        choices=list(POLICIES),
+        help_text="How several assessments become the resolved label.",
+    )
+    adjudicate_distance = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=100,
+        help_text="The largest grade spread min-of-agreeing and adjudicate resolve.",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -98,6 +98,11 @@ urlpatterns = [
         views.CollectionImportJobView.as_view(),
         name="collection-imports",
     ),
+    path(
+        "collections/<slug:slug>/agreement/",
+        views.AgreementView.as_view(),
+        name="agreement",
+    ),
     # No trailing slash: it is a file.
     path(
         "collections/<slug:slug>/snapshots/<int:number>/qrels",

@@ -174,7 +174,7 @@ class _Duplicates:
         self.items: dict[str, int] = {}
         self.queries: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
-        self.pairs: dict[tuple[str, str], tuple[int, int]] = {}
+        self.pairs: dict[tuple[str, ...], tuple[int, int]] = {}
 
     def _once(self, seen: dict[str, int], key: str, where: Where, what: str) -> bool:
         first = seen.setdefault(key, where.line or 0)
@@ -194,15 +194,21 @@ class _Duplicates:
     def status(self, key: str, where: Where) -> bool:
         return self._once(self.statuses, key, where, "status for query")
 
-    def pair(self, query: str, item: str, grade: int, where: Where) -> bool:
+    def pair(
+        self, query: str, item: str, grade: int, where: Where, assessor: str | None = None
+    ) -> bool:
+        """Once per (query, item), or per (query, item, assessor) for assessments."""
         line = where.line or 0
-        first_line, first_grade = self.pairs.setdefault((query, item), (line, grade))
+        key = (query, item) if assessor is None else (query, item, assessor)
+        first_line, first_grade = self.pairs.setdefault(key, (line, grade))  # type: ignore[arg-type]
         if first_line == line:
             return True
         if first_grade == grade:
             what = "unjudged marker" if grade == UNJUDGED_GRADE else f"judgment (grade {grade})"
             message = (
-                f"duplicate {what} for query '{query}' item '{item}', same as line "
+                f"duplicate {what} for query '{query}' item '{item}'"
+                + (f" by assessor '{assessor}'" if assessor else "")
+                + f", same as line "
                 f"{first_line}; remove this line"
             )
         else:

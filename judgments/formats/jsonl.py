@@ -9,7 +9,12 @@ A bundle holds the collection record first::
      "placeholder": false}
     {"type": "query", "id": ..., "text": ..., "tags": [...], "status": "unreviewed",
      "evidence": [["a", "b"], ["c"]] or null}
-    {"type": "judgment", "query": ..., "item": ..., "grade": 1, "note": ..., "reviewer": ...}
+    {"type": "judgment", "query": ..., "item": ..., "grade": 1, "note": ..., "reviewer": ...,
+     "assessor": ...}
+
+A judgment record with an ``"assessor"`` (a name) is that assessor's assessment of the
+pair, not its resolved label: a pair may have one per assessor, and the collection's
+resolution policy makes the label (``judgments/resolution.py``).
     {"type": "unjudged", "query": ..., "item": ..., "source": "qrels -1", "rank": null}
 
 A ``--judgments`` file may also hold ``{"type": "status", "query": ..., "status": ...}``.
@@ -99,6 +104,7 @@ _SPECS: dict[str, _Spec] = {
         "grade": (_GRADE, True, None),
         "note": (_text(max_length=NOTE_MAX), False, ""),
         "reviewer": (_optional(_text(required=True)), False, None),
+        "assessor": (_optional(_text(required=True, max_length=150)), False, None),
     },
     "unjudged": {
         "query": (_ID, True, None),
@@ -229,7 +235,7 @@ def _add_record(
             bundle.queries.append(QueryRecord(where=where, **f))
     elif kind == "judgment":
         record = JudgmentRecord(where=where, **f)
-        if dups.pair(record.query, record.item, record.grade, where):
+        if dups.pair(record.query, record.item, record.grade, where, record.assessor):
             bundle.judgments.append(record)
     elif kind == "unjudged":
         unjudged = UnjudgedRecord(where=where, **f)

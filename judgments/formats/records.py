@@ -6,6 +6,7 @@ refused when the file is read, not when it is stored.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +99,7 @@ class JudgmentRecord:
     grade: int
     note: str = ""
     reviewer: str | None = None
+    assessor: str | None = None  # set: one assessor's assessment, not the resolved label
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ class Bundle:
     judgments: list[JudgmentRecord] = field(default_factory=list)
     unjudged: list[UnjudgedRecord] = field(default_factory=list)
     statuses: list[StatusRecord] = field(default_factory=list)
+
+    def credit_to(self, assessor: str) -> None:
+        """Make every judgment of this bundle ``assessor``'s assessment (``--assessor``)."""
+        self.judgments = [dataclasses.replace(r, assessor=assessor) for r in self.judgments]
 
     def absorb(self, other: Bundle) -> None:
         if other.collection is not None:

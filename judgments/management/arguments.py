@@ -9,8 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from judgments.models import Collection
-from judgments.selectors import collection_by_slug
+from judgments.models import Collection, Snapshot
+from judgments.selectors import collection_by_slug, snapshot_of
 
 
 def collection_named(slug: str) -> Collection:
@@ -18,6 +18,18 @@ def collection_named(slug: str) -> Collection:
     try:
         return collection_by_slug(slug)
     except Collection.DoesNotExist as exc:
+        raise CommandError(str(exc)) from None
+
+
+def collection_and_snapshot(slug: str, number: int | None) -> tuple[Collection, Snapshot | None]:
+    """The collection, and its snapshot ``number`` when one was asked for; the errors
+    list the collections or versions there are."""
+    collection = collection_named(slug)
+    if number is None:
+        return collection, None
+    try:
+        return collection, snapshot_of(collection, number)
+    except Snapshot.DoesNotExist as exc:
         raise CommandError(str(exc)) from None
 
 

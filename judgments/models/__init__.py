@@ -9,12 +9,19 @@ from ``judgments.models``. Imported in this order, the modules register the mode
 the order in which the single ``models.py`` defined them.
 """
 
+from .assessments import (
+    AdjudicationStatus,
+    AdjudicationTask,
+    Assessment,
+    AssessmentChange,
+)
 from .collections import (
     ROLE_RANK,
     Collection,
     CollectionManager,
     LabelingUnit,
     Membership,
+    ResolutionPolicy,
     Role,
     role_allows,
 )
@@ -30,11 +37,21 @@ from .queries import (
     status_refusal,
 )
 from .queue import ReviewTask, TaskSkip, TaskSource, TaskStatus
-from .snapshots import Snapshot, SnapshotJudgment, SnapshotQuery, SnapshotUnjudged
+from .snapshots import (
+    Snapshot,
+    SnapshotAssessment,
+    SnapshotJudgment,
+    SnapshotQuery,
+    SnapshotUnjudged,
+)
 
 __all__ = [
     "ROLE_RANK",
+    "AdjudicationStatus",
+    "AdjudicationTask",
     "AppendOnlyModel",
+    "Assessment",
+    "AssessmentChange",
     "ChangeSource",
     "Collection",
     "CollectionManager",
@@ -50,9 +67,11 @@ __all__ = [
     "Query",
     "QueryStatus",
     "QueryStatusChange",
+    "ResolutionPolicy",
     "ReviewTask",
     "Role",
     "Snapshot",
+    "SnapshotAssessment",
     "SnapshotJudgment",
     "SnapshotQuery",
     "SnapshotUnjudged",

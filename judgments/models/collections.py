@@ -6,11 +6,16 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from ..resolution import POLICIES, SINGLE
+
 
 class LabelingUnit(models.TextChoices):
     DOCUMENT = "document", "document"
     CHUNK = "chunk", "chunk"
     EVIDENCE = "evidence", "evidence point"
+
+
+ResolutionPolicy = models.TextChoices("ResolutionPolicy", [(p, p) for p in POLICIES])
 
 
 class CollectionManager(models.Manager["Collection"]):
@@ -45,6 +50,22 @@ class Collection(models.Model):
         help_text="Every item of the corpus is imported: a run naming an item the collection "
         "lacks is refused instead of creating a placeholder to judge.",
     )
+    assessors_per_item = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="How many different reviewers assess each pooled pair (blind) before "
+        "its label is resolved; 1 is one judgment per pair.",
+    )
+    resolution_policy = models.CharField(
+        max_length=16,
+        choices=ResolutionPolicy.choices,
+        default=SINGLE,
+        help_text="How several assessments become the resolved label (judgments/resolution.py).",
+    )
+    adjudicate_distance = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="The largest grade spread that min-of-agreeing and adjudicate resolve "
+        "without an adjudicator.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = CollectionManager()
@@ -54,6 +75,12 @@ class Collection(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(pool_depth__gte=1), name="collection_pool_depth_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(assessors_per_item__gte=1), name="collection_assessors_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(resolution_policy__in=POLICIES), name="collection_policy_valid"
             ),
         ]
 
@@ -75,6 +102,11 @@ class Collection(models.Model):
 
     def is_relevant_grade(self, grade: int) -> bool:
         return grade >= self.relevant_grade
+
+    @property
+    def has_overlap(self) -> bool:
+        """Several assessors per item: labels are resolved from blind assessments."""
+        return self.assessors_per_item > 1
 
 
 class Role(models.TextChoices):
@@ -103,6 +135,10 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
     role = models.CharField(max_length=16, choices=Role.choices)
+    can_adjudicate = models.BooleanField(
+        default=False,
+        help_text="May decide pairs whose assessors disagree (admins always may).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -117,3 +153,7 @@ class Membership(models.Model):
 
     def allows(self, role: str) -> bool:
         return role_allows(self.role, role)
+
+    @property
+    def adjudicates(self) -> bool:
+        return self.can_adjudicate or self.role == Role.ADMIN

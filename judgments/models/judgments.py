@@ -58,6 +58,8 @@ class ChangeSource(models.TextChoices):
     IMPORT = "import", "import"
     ADMIN = "admin", "admin"
     SEARCH = "search", "search"  # judged from a search hit, not from a queued task
+    RESOLUTION = "resolution", "resolution policy"  # resolved from several assessments
+    ADJUDICATION = "adjudication", "adjudication"  # decided by an adjudicator
 
 
 class JudgmentChange(AppendOnlyModel):

@@ -19,8 +19,10 @@ class TaskStatus(models.TextChoices):
 class ReviewTask(models.Model):
     """The unjudged marker: a (query, item) pair waiting for a judgment.
 
-    One row per pair, however many sources surfaced it. It is ``done`` once the pair
-    has a judgment; ``claimed`` while a reviewer holds its lease.
+    One row per pair and slot, however many sources surfaced it: one slot per assessor
+    the collection asks for (``assessors_per_item``). It is ``done`` once the pair has a
+    judgment (or, with several assessors, once its slot has an assessment); ``claimed``
+    while a reviewer holds its lease. Sources are kept on slot 1.
     """
 
     collection = models.ForeignKey(
@@ -28,6 +30,12 @@ class ReviewTask(models.Model):
     )
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="review_tasks")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="review_tasks")
+    slot = models.PositiveSmallIntegerField(
+        default=1,
+        db_default=1,  # rows written by raw SQL or COPY (bench/, other tools) are slot 1
+        help_text="Which of the collection's assessors_per_item assessments this task "
+        "stands for; with one assessor per item always 1.",
+    )
     status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.PENDING)
     source = models.CharField(
         max_length=300, help_text='Where it came from first, e.g. "qrels -1" or "run bm25".'
@@ -38,13 +46,18 @@ class ReviewTask(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the latest claim began (kept once done)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-priority", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["query", "item"], name="reviewtask_one_per_pair"),
+            models.UniqueConstraint(
+                fields=["query", "item", "slot"], name="reviewtask_one_per_slot"
+            ),
             models.CheckConstraint(
                 condition=Q(status__in=TaskStatus.values), name="reviewtask_status_valid"
             ),

@@ -28,6 +28,15 @@ class Snapshot(FrozenModel):
     n_queries = models.PositiveIntegerField()
     n_judgments = models.PositiveIntegerField()
     n_unjudged = models.PositiveIntegerField()
+    assessors_per_item = models.PositiveSmallIntegerField(default=1)
+    resolution_policy = models.CharField(
+        max_length=16, blank=True, help_text="Empty for a single-assessor snapshot (form 1)."
+    )
+    adjudicate_distance = models.PositiveSmallIntegerField(default=1)
+    n_assessments = models.PositiveIntegerField(default=0)
+    n_unresolved = models.PositiveIntegerField(
+        default=0, help_text="Pairs assessed by every assessor but awaiting adjudication."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -43,6 +52,11 @@ class Snapshot(FrozenModel):
 
     def __str__(self) -> str:
         return f"{self.collection_id} v{self.number} ({self.content_hash[:12]})"
+
+    @property
+    def has_overlap(self) -> bool:
+        """Frozen from a collection with several assessors per item (canonical form 2)."""
+        return bool(self.resolution_policy)
 
     @property
     def label(self) -> str:
@@ -129,3 +143,35 @@ class SnapshotUnjudged(FrozenModel):
 
     def __str__(self) -> str:
         return f"{self.snapshot_id}/{self.query_id}/{self.item_id} unjudged"
+
+
+class SnapshotAssessment(FrozenModel):
+    """One assessor's grade for a pair as frozen in a snapshot of a collection with
+    several assessors per item (so per-assessor scores and agreement are reproducible)."""
+
+    snapshot = models.ForeignKey(
+        Snapshot,
+        on_delete=models.PROTECT,
+        related_name="assessments",
+        db_constraint=False,
+        db_index=False,
+    )
+    query = models.ForeignKey(
+        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    item = models.ForeignKey(
+        Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    assessor = models.CharField(max_length=150)
+    grade = models.SmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["snapshot", "query", "item", "assessor"],
+                name="snapshotassessment_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.snapshot_id}/{self.query_id}/{self.item_id} {self.assessor}={self.grade}"

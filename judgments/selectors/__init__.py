@@ -4,7 +4,17 @@ One module per concept; this package re-exports the public names, so callers imp
 them from ``judgments.selectors``.
 """
 
-from .access import collections_for, may, may_score, role_of
+from .access import collections_for, may, may_adjudicate, may_score, role_of
+from .assessments import (
+    agreement_report,
+    assessments_of_pair,
+    frozen_assessments,
+    frozen_unresolved,
+    live_assessments,
+    one_assessor,
+    open_adjudications,
+    unresolved_pairs,
+)
 from .collections import (
     collection_by_slug,
     collections_with_progress,
@@ -31,6 +41,7 @@ from .review import (
     queue_progress,
     task_for_review,
 )
+from .reviewers import labels_per_hour, reviewer_stats
 from .search import SearchHit, search_items
 from .snapshots import (
     SnapshotDiff,
@@ -49,6 +60,8 @@ __all__ = [
     "ReviewProgress",
     "SearchHit",
     "SnapshotDiff",
+    "agreement_report",
+    "assessments_of_pair",
     "bundle_of",
     "change_that_made",
     "collection_by_slug",
@@ -57,16 +70,23 @@ __all__ = [
     "collections_with_review_progress",
     "diff_snapshots",
     "evidence_of",
+    "frozen_assessments",
     "frozen_judgments",
     "frozen_queries",
     "frozen_unjudged",
+    "frozen_unresolved",
     "held_task_for",
     "item_in",
     "judgment_changes",
     "judgments_for_query",
     "judgments_of",
+    "labels_per_hour",
+    "live_assessments",
     "may",
+    "may_adjudicate",
     "may_score",
+    "one_assessor",
+    "open_adjudications",
     "open_tasks_for_query",
     "open_tasks_of",
     "queries_of",
@@ -75,6 +95,7 @@ __all__ = [
     "query_progress",
     "query_tags_of",
     "queue_progress",
+    "reviewer_stats",
     "role_of",
     "search_items",
     "snapshot_canonical_lines",
@@ -83,4 +104,5 @@ __all__ = [
     "status_change_plan",
     "task_for_review",
     "unjudged_items_for",
+    "unresolved_pairs",
 ]

@@ -36,6 +36,13 @@ def may(user: Any, collection: Collection, role: str) -> bool:
     return role_allows(role_of(user, collection), role)
 
 
+def may_adjudicate(user: Any, collection: Collection) -> bool:
+    """Deciding disagreements: collection admins, and members granted ``can_adjudicate``."""
+    if role_of(user, collection) == Role.ADMIN:
+        return True
+    return Membership.objects.filter(user=user, collection=collection, can_adjudicate=True).exists()
+
+
 def may_score(user: Any, collection: Any) -> bool:
     """Scoring stores evaluations: an evaluator's action (``Role.EVALUATOR``)."""
     return may(user, collection, Role.EVALUATOR)

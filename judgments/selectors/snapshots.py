@@ -14,7 +14,8 @@ from ..models import (
     SnapshotQuery,
     SnapshotUnjudged,
 )
-from ..snapshots import canonical_lines
+from ..snapshots import Overlap, canonical_lines
+from .assessments import frozen_assessments, frozen_unresolved, one_assessor
 
 
 def snapshot_of(collection: Collection, number: int | None = None) -> Snapshot:
@@ -73,15 +74,33 @@ def snapshot_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
         queries=frozen_queries(snapshot),
         judgments=frozen_judgments(snapshot),
         unjudged=frozen_unjudged(snapshot),
+        overlap=None
+        if not snapshot.has_overlap
+        else Overlap(
+            policy=snapshot.resolution_policy,
+            assessors_per_item=snapshot.assessors_per_item,
+            distance=snapshot.adjudicate_distance,
+            assessments=frozen_assessments(snapshot),
+            unresolved=frozen_unresolved(snapshot),
+        ),
     )
 
 
-def snapshot_trec_lines(snapshot: Snapshot, *, with_unjudged: bool = False) -> Iterator[str]:
+def snapshot_trec_lines(
+    snapshot: Snapshot, *, with_unjudged: bool = False, assessor: str | None = None
+) -> Iterator[str]:
     """TREC qrels ``qid 0 docid grade`` sorted by (qid, docid) in code-point order;
-    with ``with_unjudged``, open review tasks as grade ``-1`` (pooled but unjudged)."""
-    rows: list[tuple[str, str, int]] = list(frozen_judgments(snapshot))
+    with ``with_unjudged``, open review tasks as grade ``-1`` (pooled but unjudged).
+    With ``assessor``, that assessor's frozen assessments instead of the resolved labels
+    (``LookupError`` naming the snapshot's assessors when it has none by that name)."""
+    rows: list[tuple[str, str, int]] = (
+        list(frozen_judgments(snapshot))
+        if assessor is None
+        else one_assessor(frozen_assessments(snapshot), assessor, f"snapshot v{snapshot.number}")
+    )
     if with_unjudged:
-        rows.extend((q, i, -1) for q, i in frozen_unjudged(snapshot))
+        graded = {(q, i) for q, i, _ in rows}  # an assessor's pair may await other slots
+        rows.extend((q, i, -1) for q, i in frozen_unjudged(snapshot) if (q, i) not in graded)
     rows.sort()
     return (f"{q} 0 {i} {g}\n" for q, i, g in rows)
 

@@ -8,6 +8,7 @@ One module per concept; this package re-exports the public names, so callers imp
 them from ``judgments.services``.
 """
 
+from .assessments import adjudicate, assess_task, record_assessment, resolve_pair
 from .collections import (
     COLLECTION_SETTINGS,
     create_collection,
@@ -25,7 +26,7 @@ from .judgments import (
     remove_judgment,
     undo_judgment_change,
 )
-from .members import set_member_role, set_membership
+from .members import set_adjudicator, set_member_role, set_membership
 from .queries import (
     normalize_evidence,
     set_evidence_condition,
@@ -54,6 +55,8 @@ __all__ = [
     "JudgmentConflict",
     "UndoneChange",
     "VerityError",
+    "adjudicate",
+    "assess_task",
     "claim_next_task",
     "create_api_token",
     "create_collection",
@@ -62,11 +65,14 @@ __all__ = [
     "judge_task",
     "normalize_evidence",
     "queue_unjudged",
+    "record_assessment",
     "record_judgment",
     "record_judgment_once",
     "release_expired_leases",
     "remove_judgment",
+    "resolve_pair",
     "revoke_api_token",
+    "set_adjudicator",
     "set_evidence_condition",
     "set_member_role",
     "set_membership",

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from ..locks import lock_collection
-from ..models import Collection, LabelingUnit
+from ..models import Assessment, Collection, Judgment, LabelingUnit, ReviewTask, TaskStatus
+from ..resolution import POLICIES
 from .errors import InvariantError
+from .queue import _fill_slots
 
 
 def validate_scale(scale: Any, relevant_grade: int) -> list[dict[str, Any]]:
@@ -72,13 +75,67 @@ def create_collection(
     )
 
 
-COLLECTION_SETTINGS = ("name", "description", "guidelines", "pool_depth", "holds_whole_corpus")
+COLLECTION_SETTINGS = (
+    "name",
+    "description",
+    "guidelines",
+    "pool_depth",
+    "holds_whole_corpus",
+    "assessors_per_item",
+    "resolution_policy",
+    "adjudicate_distance",
+)
+
+
+def _check_overlap_settings(changes: dict[str, Any]) -> None:
+    n = changes.get("assessors_per_item", 1)
+    if type(n) is not int or n < 1:
+        raise InvariantError(f"assessors per item {n!r} must be an integer ≥ 1")
+    distance = changes.get("adjudicate_distance", 0)
+    if type(distance) is not int or distance < 0:
+        raise InvariantError(f"adjudicate distance {distance!r} must be an integer ≥ 0")
+    policy = changes.get("resolution_policy", POLICIES[0])
+    if policy not in POLICIES:
+        raise InvariantError(f"resolution policy {policy!r} must be one of {', '.join(POLICIES)}")
+
+
+def _start_overlap(collection: Collection) -> None:
+    """A collection going from one assessor per item to several: every judged pair
+    without an assessment keeps its judgment as its reviewer's assessment (as the
+    migration did), and every open task gets its other slots."""
+    same_pair = Assessment.objects.filter(
+        query_id=OuterRef("query_id"), item_id=OuterRef("item_id")
+    )
+    Assessment.objects.bulk_create(
+        [
+            Assessment(
+                collection=collection,
+                query_id=j.query_id,
+                item_id=j.item_id,
+                assessor_id=j.reviewer_id,
+                assessor_name="" if j.reviewer_id else "import",
+                grade=j.grade,
+                note=j.note,
+            )
+            for j in Judgment.objects.filter(query__collection=collection)
+            .exclude(Exists(same_pair))
+            .order_by("pk")
+        ],
+        batch_size=2000,
+    )
+    first_slots = ReviewTask.objects.filter(collection=collection, slot=1).exclude(
+        status=TaskStatus.DONE
+    )
+    _fill_slots(collection, list(first_slots.order_by("pk").select_for_update()))
 
 
 @transaction.atomic
 def update_collection_settings(*, collection: Collection, **changes: Any) -> Collection:
-    """Change a collection's settings: name, description, guidelines, pool depth, and
-    whether it holds its whole corpus (then runs naming items it lacks are refused).
+    """Change a collection's settings: name, description, guidelines, pool depth,
+    whether it holds its whole corpus (then runs naming items it lacks are refused), and
+    how several assessors per item are resolved (assessors per item, resolution policy,
+    adjudicate distance). Going from one assessor per item to several keeps every
+    judgment as its reviewer's assessment and gives the open tasks their other slots.
 
     The scale, relevant grade and unit are not settings: they fix what every stored
     judgment and snapshot means, so they are set once, when the collection is created.
@@ -96,9 +153,14 @@ def update_collection_settings(*, collection: Collection, **changes: Any) -> Col
     depth = changes.get("pool_depth", collection.pool_depth)
     if type(depth) is not int or depth < 1:
         raise InvariantError(f"pool depth {depth!r} must be a positive integer")
-    collection = lock_collection(collection.pk)
+    _check_overlap_settings(changes)
+    given, collection = collection, lock_collection(collection.pk)
+    starts_overlap = not collection.has_overlap and changes.get("assessors_per_item", 1) > 1
     if changes:
         for name, value in changes.items():
             setattr(collection, name, value)
+            setattr(given, name, value)  # the caller's copy must not serve stale settings
         collection.save(update_fields=list(changes))
+    if starts_overlap:
+        _start_overlap(collection)
     return collection

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ..formats import Bundle, JudgmentRecord, Problem, Where
 from ..models import (
+    Assessment,
     Collection,
     EvidenceCondition,
     Item,
@@ -44,6 +45,7 @@ class ImportReport:
     evidence_set: int = 0
     judgments_created: int = 0
     judgments_skipped: int = 0
+    assessments_created: int = 0
     statuses_set: dict[str, int] = field(default_factory=dict)
     unreviewed_with_relevant: int = 0
     unjudged_pairs: int = 0
@@ -95,6 +97,8 @@ class _ImportChecks:
         self.new_queries: list[Query] = []
         self.new_evidence: dict[str, list[list[str]]] = {}
         self.new_judgments: list[JudgmentRecord] = []
+        self.new_assessments: list[JudgmentRecord] = []
+        self.stored_assessments: dict[tuple[int, int, str], int] = {}  # → grade
         self.claims: dict[str, tuple[str, Where | None]] = {}  # query id → (status, where)
         self.new_item_ids: set[str] = set()
         self.new_query_ids: set[str] = set()
@@ -139,6 +143,10 @@ class _ImportChecks:
                 query_id__in=chunk
             ).values_list("query_id", "item_id", "grade", "version", f"reviewer__{username}"):
                 self.stored[(query_pk, item_pk)] = (grade, version, who)
+            for query_pk, item_pk, name, who, grade in Assessment.objects.filter(
+                query_id__in=chunk
+            ).values_list("query_id", "item_id", "assessor_name", f"assessor__{username}", "grade"):
+                self.stored_assessments[(query_pk, item_pk, who or name)] = grade
         names = sorted({r.reviewer for r in d.judgments if r.reviewer})
         for chunk in _chunks(names):
             for user in get_user_model().objects.filter(**{f"{username}__in": chunk}):
@@ -250,6 +258,9 @@ class _ImportChecks:
             if not ok:
                 continue
             query, item = self.queries.get(r.query), self.items.get(r.item)
+            if r.assessor is not None:
+                self._check_assessment(r, query, item)
+                continue
             held = self.stored.get((query.pk, item.pk)) if query and item else None
             if held is None:
                 self.new_judgments.append(r)
@@ -265,6 +276,25 @@ class _ImportChecks:
                     "review screen (which keeps its history), or remove this line to keep "
                     "the stored grade",
                 )
+
+    def _check_assessment(self, r: JudgmentRecord, query: Query | None, item: Item | None) -> None:
+        """An assessor's assessment: new, identical to the stored one (skipped), or
+        refused when the assessor graded the pair otherwise already."""
+        assert r.assessor is not None
+        held = (
+            self.stored_assessments.get((query.pk, item.pk, r.assessor)) if query and item else None
+        )
+        if held is None:
+            self.new_assessments.append(r)
+        elif held == r.grade:
+            self.report.judgments_skipped += 1
+        else:
+            self._problem(
+                r.where,
+                f"assessor '{r.assessor}' already graded query '{r.query}' item '{r.item}' "
+                f"{held}; this line says {r.grade}. An import never overwrites an assessment: "
+                "remove this line, or import it under another assessor name",
+            )
 
     def _check_unjudged(self) -> None:
         for r in self.data.unjudged:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models import (
+    Assessment,
+    AssessmentChange,
     ChangeSource,
     EvidenceCondition,
     Item,
@@ -18,6 +20,7 @@ from ..models import (
     ReviewTask,
     TaskStatus,
 )
+from .assessments import complete_slot, resolve_pair
 from .import_checks import ImportReport, _chunks, _ImportChecks
 from .queue import queue_unjudged
 from .search_index import index_items
@@ -146,4 +149,44 @@ class _ImportPlan(_ImportChecks):
             seen, created = queue_unjudged(collection=c, pairs=pairs, source=source)
             report.unjudged_pairs += seen
             report.tasks_created += created
+        self._write_assessments(progress)
         return report
+
+    def _write_assessments(self, progress: Callable[[str], None] | None) -> None:
+        """Imported assessors' assessments (records with an ``assessor``): each with its
+        history row; each fills one open slot of its pair, and a pair with all its
+        assessments is resolved by the collection's policy (``resolve_pair``), one pair
+        at a time, as when reviewers assess it."""
+        rows, history = [], []
+        for r in self.new_assessments:
+            assert r.assessor is not None
+            query, item = self.queries[r.query], self.items[r.item]
+            rows.append(
+                Assessment(
+                    collection=self.c,
+                    query=query,
+                    item=item,
+                    assessor_name=r.assessor,
+                    grade=r.grade,
+                    note=r.note,
+                )
+            )
+            history.append(
+                AssessmentChange(
+                    query=query,
+                    item=item,
+                    assessor_name=r.assessor,
+                    new_grade=r.grade,
+                    new_note=r.note,
+                    version=1,
+                    changed_by=self.by,
+                    source=ChangeSource.IMPORT,
+                )
+            )
+        self._bulk_create(Assessment, rows, "assessments", progress)
+        self._bulk_create(AssessmentChange, history, "assessment history", progress)
+        self.report.assessments_created = len(rows)
+        pairs = sorted({(a.query.pk, a.item.pk): (a.query, a.item) for a in rows}.items())
+        for _, (query, item) in pairs:
+            complete_slot(query=query, item=item, assessor=None, task=None)
+            resolve_pair(query=query, item=item, by=self.by)

@@ -293,6 +293,7 @@ def undo_judgment_change(
                 status=TaskStatus.CLAIMED,
                 claimed_by=reviewer,
                 lease_expires_at=now + lease,
+                claimed_at=now,
                 updated_at=now,
             )
             task.refresh_from_db()
@@ -392,23 +393,7 @@ def judge_task(
     unless ``client_key`` names that very judgment (a retry), which is returned as it is.
     """
     with transaction.atomic():
-        query = lock_query(task.query_id)  # the lock order of every change: query, then task
-        task = (
-            ReviewTask.objects.select_for_update(of=("self",))
-            .select_related("claimed_by", "item")
-            .get(pk=task.pk)
-        )
-        if (
-            task.status == TaskStatus.CLAIMED
-            and task.claimed_by_id != reviewer.pk
-            and task.lease_expires_at is not None
-            and task.lease_expires_at > timezone.now()
-        ):
-            holder = task.claimed_by.get_username() if task.claimed_by else "another reviewer"
-            raise InvariantError(
-                f"this task is claimed by {holder} until {task.lease_expires_at:%H:%M:%S} UTC; "
-                "claim another one, or wait for the lease to expire"
-            )
+        query, task = lock_task_for(task, reviewer)
         return _record_once(
             query=query,
             item=task.item,
@@ -418,3 +403,27 @@ def judge_task(
             note=note,
             source=source,
         )
+
+
+def lock_task_for(task: ReviewTask, reviewer: User) -> tuple[Query, ReviewTask]:
+    """Lock a review task's query, then the task (the lock order of every change), and
+    refuse while another reviewer holds the task's live lease; the caller's transaction
+    holds the locks."""
+    query = lock_query(task.query_id)
+    task = (
+        ReviewTask.objects.select_for_update(of=("self",))
+        .select_related("claimed_by", "item")
+        .get(pk=task.pk)
+    )
+    if (
+        task.status == TaskStatus.CLAIMED
+        and task.claimed_by_id != reviewer.pk
+        and task.lease_expires_at is not None
+        and task.lease_expires_at > timezone.now()
+    ):
+        holder = task.claimed_by.get_username() if task.claimed_by else "another reviewer"
+        raise InvariantError(
+            f"this task is claimed by {holder} until {task.lease_expires_at:%H:%M:%S} UTC; "
+            "claim another one, or wait for the lease to expire"
+        )
+    return query, task

@@ -47,3 +47,16 @@ def set_member_role(*, collection: Collection, user: Any, role: str | None) -> M
             "member admin first"
         )
     return set_membership(collection=collection, user=user, role=role)
+
+
+def set_adjudicator(*, collection: Collection, user: Any, allowed: bool) -> Membership:
+    """Grant (or withdraw) a member the adjudicator capability: deciding the pairs whose
+    assessors disagree. Admins have it by their role; a non-member is refused."""
+    updated = Membership.objects.filter(collection=collection, user=user).update(
+        can_adjudicate=allowed
+    )
+    if updated != 1:
+        raise InvariantError(
+            f"{user.get_username()} is not a member of '{collection.slug}'; add them first"
+        )
+    return Membership.objects.get(collection=collection, user=user)

@@ -6,11 +6,12 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from ..locks import share_collection
 from ..models import (
+    Assessment,
     Collection,
     Judgment,
     Query,
@@ -53,6 +54,10 @@ def queue_unjudged(
     if not wanted:
         return 0, 0
     share_collection(collection.pk)
+    # The slots follow the stored setting, not the caller's copy of the collection.
+    collection.assessors_per_item = Collection.objects.values_list(
+        "assessors_per_item", flat=True
+    ).get(pk=collection.pk)
     query_ids = {q for q, _ in wanted}
     # Lock the queries (in pk order, as every service does) so that no judgment of these
     # pairs commits between reading the judged pairs and queueing the rest.
@@ -63,7 +68,7 @@ def queue_unjudged(
     def read_tasks() -> dict[tuple[int, int], int]:
         return {
             (q, i): pk
-            for pk, q, i in ReviewTask.objects.filter(query_id__in=query_ids).values_list(
+            for pk, q, i in ReviewTask.objects.filter(query_id__in=query_ids, slot=1).values_list(
                 "pk", "query_id", "item_id"
             )
         }
@@ -131,7 +136,44 @@ def queue_unjudged(
             task.best_rank, task.priority = row["best"], priority
             changed.append(task)
     ReviewTask.objects.bulk_update(changed, ["best_rank", "priority"], batch_size=2000)
+    if collection.has_overlap:
+        _fill_slots(collection, affected)
     return len(unjudged), len(created)
+
+
+def _fill_slots(collection: Collection, first_slots: list[ReviewTask]) -> None:
+    """Give each pair of ``first_slots`` (its slot-1 tasks, locked) the other slots its
+    collection's assessors need, with slot 1's priority, rank and source; a slot that
+    exists already keeps its status and takes the new priority."""
+    by_pair = {(t.query_id, t.item_id): t for t in first_slots}
+    others = {
+        (t.query_id, t.item_id, t.slot): t
+        for t in ReviewTask.objects.filter(
+            query_id__in={q for q, _ in by_pair}, slot__gt=1
+        ).order_by("pk")
+        if (t.query_id, t.item_id) in by_pair
+    }
+    new, changed = [], []
+    for (query_id, item_id), first in sorted(by_pair.items()):
+        for slot in range(2, collection.assessors_per_item + 1):
+            known = others.get((query_id, item_id, slot))
+            if known is None:
+                new.append(
+                    ReviewTask(
+                        collection=collection,
+                        query_id=query_id,
+                        item_id=item_id,
+                        slot=slot,
+                        source=first.source,
+                        best_rank=first.best_rank,
+                        priority=first.priority,
+                    )
+                )
+            elif (known.best_rank, known.priority) != (first.best_rank, first.priority):
+                known.best_rank, known.priority = first.best_rank, first.priority
+                changed.append(known)
+    ReviewTask.objects.bulk_create(new, batch_size=2000, ignore_conflicts=True)
+    ReviewTask.objects.bulk_update(changed, ["best_rank", "priority"], batch_size=2000)
 
 
 DEFAULT_LEASE = timedelta(minutes=10)
@@ -191,6 +233,8 @@ def claim_next_task(
         )
     scoped = ReviewTask.objects.filter(scope, collection=collection)
     open_tasks = scoped.exclude(skips__reviewer=reviewer)
+    if collection.has_overlap:
+        open_tasks = _blind_slots(open_tasks, reviewer)
     if current_query_id is not None:
         task = _claim_first(open_tasks.filter(query_id=current_query_id), reviewer, lease)
         if task is not None:
@@ -204,6 +248,26 @@ def claim_next_task(
     if task is not None:
         return task
     return _claim_first(open_tasks, reviewer, lease)
+
+
+def _blind_slots(tasks: QuerySet[ReviewTask], reviewer: User) -> QuerySet[ReviewTask]:
+    """Several assessors per item: never offer a pair this reviewer assessed or skipped,
+    nor a slot of a pair of which they hold (or held, lease expired) another slot."""
+    same_pair = {"query_id": OuterRef("query_id"), "item_id": OuterRef("item_id")}
+    skipped = TaskSkip.objects.filter(
+        reviewer=reviewer, task__query_id=OuterRef("query_id"), task__item_id=OuterRef("item_id")
+    )
+    return (
+        tasks.exclude(Exists(Assessment.objects.filter(assessor=reviewer, **same_pair)))
+        .exclude(Exists(skipped))
+        .exclude(
+            Exists(
+                ReviewTask.objects.filter(
+                    status=TaskStatus.CLAIMED, claimed_by=reviewer, **same_pair
+                ).exclude(pk=OuterRef("pk"))
+            )
+        )
+    )
 
 
 def _claim_first(
@@ -228,6 +292,7 @@ def _claim_first(
                 status=TaskStatus.CLAIMED,
                 claimed_by=reviewer,
                 lease_expires_at=now + lease,
+                claimed_at=now,
                 updated_at=now,
             )
             if won == 1:

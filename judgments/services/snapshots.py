@@ -14,18 +14,21 @@ from jobs.progress import Progress
 
 from ..locks import lock_collection
 from ..models import (
+    Assessment,
     Collection,
     EvidenceCondition,
     Judgment,
     Query,
     ReviewTask,
     Snapshot,
+    SnapshotAssessment,
     SnapshotJudgment,
     SnapshotQuery,
     SnapshotUnjudged,
     TaskStatus,
 )
-from ..snapshots import canonical_lines, content_hash
+from ..selectors.assessments import live_assessments, unresolved_pairs
+from ..snapshots import Overlap, canonical_lines, content_hash
 from ._common import User
 from .errors import VerityError
 
@@ -44,7 +47,18 @@ def _live_canonical_lines(collection: Collection) -> Iterator[bytes]:
         ReviewTask.objects.filter(collection=collection)
         .exclude(status=TaskStatus.DONE)
         .values_list("query__external_id", "item__external_id")
+        .order_by()
+        .distinct()  # one marker per pair, however many of its slots are open
     )
+    overlap = None
+    if collection.has_overlap:
+        overlap = Overlap(
+            policy=collection.resolution_policy,
+            assessors_per_item=collection.assessors_per_item,
+            distance=collection.adjudicate_distance,
+            assessments=live_assessments(collection),
+            unresolved=unresolved_pairs(collection),
+        )
     return canonical_lines(
         slug=collection.slug,
         unit=collection.unit,
@@ -53,6 +67,7 @@ def _live_canonical_lines(collection: Collection) -> Iterator[bytes]:
         queries=queries,
         judgments=judgments.iterator(chunk_size=20000),
         unjudged=unjudged.iterator(chunk_size=20000),
+        overlap=overlap,
     )
 
 
@@ -62,6 +77,20 @@ def _copy_rows(sql: str, params: list[Any]) -> int:
         return cursor.rowcount
 
 
+def _copy_assessments(snapshot: Snapshot, collection: Collection) -> int:
+    user = Assessment._meta.get_field("assessor").related_model
+    return _copy_rows(
+        f"INSERT INTO {SnapshotAssessment._meta.db_table} "
+        "(snapshot_id, query_id, item_id, assessor, grade) "
+        "SELECT %s, a.query_id, a.item_id, "
+        f"COALESCE(u.{user.USERNAME_FIELD}, a.assessor_name), a.grade "
+        f"FROM {Assessment._meta.db_table} a "
+        f"LEFT JOIN {user._meta.db_table} u ON u.id = a.assessor_id "
+        "WHERE a.collection_id = %s",
+        [snapshot.pk, collection.pk],
+    )
+
+
 @transaction.atomic
 def freeze_snapshot(
     *, collection: Collection, by: User | None, note: str = "", progress: Progress | None = None
@@ -69,7 +98,9 @@ def freeze_snapshot(
     """Freeze the collection's labels as version n+1; return (snapshot, created).
 
     The snapshot holds every judgment, every query's status and evidence condition, the
-    open review tasks (unjudged markers), and the scale and relevant grade. Its hash is
+    open review tasks (unjudged markers), and the scale and relevant grade; with several
+    assessors per item also every assessment, the resolution policy and the count of
+    pairs awaiting adjudication (canonical form 2). Its hash is
     computed from the canonical form in ``snapshots.py``. If the content equals the
     latest version's, nothing is created and that version is returned with ``False``.
     Rows are copied set-based (INSERT … SELECT), so a million judgments take seconds.
@@ -77,7 +108,9 @@ def freeze_snapshot(
     """
     progress = progress or Progress()
     collection = lock_collection(collection.pk)
-    counts = {b'["query"': 0, b'["judgment"': 0, b'["unjudged"': 0}
+    counts = dict.fromkeys(
+        [b'["query"', b'["judgment"', b'["unjudged"', b'["assessment"', b'["unresolved"'], 0
+    )
 
     def counted(lines: Iterator[bytes]) -> Iterator[bytes]:
         for seen, line in enumerate(lines, start=1):
@@ -104,6 +137,11 @@ def freeze_snapshot(
         n_queries=counts[b'["query"'],
         n_judgments=counts[b'["judgment"'],
         n_unjudged=counts[b'["unjudged"'],
+        assessors_per_item=collection.assessors_per_item,
+        resolution_policy=collection.resolution_policy if collection.has_overlap else "",
+        adjudicate_distance=collection.adjudicate_distance,
+        n_assessments=counts[b'["assessment"'],
+        n_unresolved=counts[b'["unresolved"'],
         created_by=by,
     )
     progress.phase(f"copying {sum(counts.values())} rows into v{snapshot.number}")
@@ -135,12 +173,16 @@ def freeze_snapshot(
         ),
         _copy_rows(
             f"INSERT INTO {t['SnapshotUnjudged']} (snapshot_id, query_id, item_id) "
-            f"SELECT %s, r.query_id, r.item_id FROM {t['ReviewTask']} r "
+            f"SELECT DISTINCT %s, r.query_id, r.item_id FROM {t['ReviewTask']} r "
             "WHERE r.collection_id = %s AND r.status <> %s",
             [snapshot.pk, collection.pk, TaskStatus.DONE],
         ),
     )
+    if collection.has_overlap:
+        copied += (_copy_assessments(snapshot, collection),)
     expected = (snapshot.n_queries, snapshot.n_judgments, snapshot.n_unjudged)
+    if collection.has_overlap:
+        expected += (snapshot.n_assessments,)
     if copied != expected:  # the collection lock makes this unreachable; say so if not
         raise VerityError(f"snapshot copy counted {copied}, hashed {expected}; nothing saved")
     return snapshot, True

@@ -7,6 +7,12 @@ queue also works without JavaScript. Nothing is ever saved over someone else's c
 a stale edit renders both values and waits for the reviewer to choose.
 """
 
+from .assessments import (
+    adjudication_decide,
+    adjudication_queue,
+    agreement_page,
+    reviewer_stats_page,
+)
 from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
@@ -25,6 +31,9 @@ from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snaps
 __all__ = [
     "ReviewScope",
     "ReviewSession",
+    "adjudication_decide",
+    "adjudication_queue",
+    "agreement_page",
     "bulk_status",
     "collection_detail",
     "home",
@@ -36,6 +45,7 @@ __all__ = [
     "review_settle",
     "review_skip",
     "review_undo",
+    "reviewer_stats_page",
     "snapshot_diff",
     "snapshot_diff_pick",
     "snapshot_freeze",

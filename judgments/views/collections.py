@@ -74,6 +74,7 @@ def collection_detail(request: HttpRequest, collection: Collection) -> HttpRespo
             "listed": MAX_LISTED,
             "more_change": max(0, len(plan.change) - MAX_LISTED) if plan else 0,
             "more_refused": max(0, len(plan.refused) - MAX_LISTED) if plan else 0,
+            "role": request.collection_role,  # type: ignore[attr-defined]
         },
     )
 

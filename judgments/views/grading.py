@@ -15,7 +15,7 @@ from django.http import HttpRequest
 
 from ..models import Collection, Item, Judgment, Query
 from ..selectors import change_that_made
-from ..services import InvariantError, JudgmentConflict, record_judgment
+from ..services import InvariantError, JudgmentConflict, record_assessment, record_judgment
 from .common import _already_saved, _conflict, _grade_label
 
 
@@ -47,7 +47,19 @@ def grade_item(
     expected_version: int | None,
     source: str,
 ) -> Graded:
-    """Record ``grade`` for (query, item) on behalf of the signed-in reviewer."""
+    """Record ``grade`` for (query, item) on behalf of the signed-in reviewer; with
+    several assessors per item, as their blind assessment (the pair resolves by policy)."""
+    if collection.has_overlap:
+        return _assess_item(
+            request,
+            collection,
+            query=query,
+            item=item,
+            grade=grade,
+            note=note,
+            expected_version=expected_version,
+            source=source,
+        )
     try:
         judgment = record_judgment(
             query=query,
@@ -83,4 +95,35 @@ def grade_item(
         change_id=change.pk,
         message=f"Saved {_grade_label(collection, judgment.grade)} for item "
         f"'{item.external_id}' (version {judgment.version}) of query '{query.external_id}'.",
+    )
+
+
+def _assess_item(
+    request: HttpRequest,
+    collection: Collection,
+    *,
+    query: Query,
+    item: Item,
+    grade: int,
+    note: str,
+    expected_version: int | None,
+    source: str,
+) -> Graded:
+    where = f"item '{item.external_id}' of query '{query.external_id}'"
+    if expected_version is not None:
+        return Graded(
+            error=f"Not saved: {collection.name} has {collection.assessors_per_item} assessors "
+            f"per item, so the resolved label of {where} changes only by its assessors' "
+            "policy or an adjudicator",
+            status=400,
+        )
+    try:
+        record_assessment(
+            query=query, item=item, grade=grade, assessor=request.user, note=note, source=source
+        )
+    except InvariantError as e:
+        return Graded(error=f"Not saved: {e}.", status=400)
+    return Graded(
+        message=f"Saved your assessment {_grade_label(collection, grade)} for {where}; "
+        "its label is resolved once every assessor has graded it."
     )

@@ -44,6 +44,7 @@ from ..selectors import (
 from ..services import (
     InvariantError,
     JudgmentConflict,
+    assess_task,
     claim_next_task,
     set_query_status,
     skip_task,
@@ -271,7 +272,12 @@ def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryPro
         return None, query_progress(query), ""
     task = queue.claim(current=query.pk)
     note = ""
-    if task is None or task.query_id != query.pk:
+    if (task is None or task.query_id != query.pk) and queue.collection.has_overlap:
+        note = (
+            f" Query '{query.external_id}' has {n} open assessment{'s' if n != 1 else ''} "
+            "left for other reviewers (you assessed, skipped or hold those items)."
+        )
+    elif task is None or task.query_id != query.pk:
         note = (
             f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "
             "you skipped or another reviewer holds."
@@ -290,6 +296,8 @@ def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
     data = form.cleaned_data
     task = _queue_task(collection, data["task"])
     queue = Queue(request, collection)
+    if collection.has_overlap:
+        return _assess(queue, task, grade=data["grade"], note=data["note"])
     graded = grade_item(
         request,
         collection,
@@ -327,6 +335,31 @@ def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
         finished=finished,
         message=graded.message + note,
         extra=extra,
+    )
+
+
+def _assess(queue: Queue, task: ReviewTask, *, grade: int, note: str) -> HttpResponse:
+    """Several assessors per item: record this reviewer's blind assessment of the task's
+    pair (the pair resolves once all its assessors have spoken), then go on as after a
+    judgment. Nothing about the other assessors' grades is shown."""
+    collection = queue.collection
+    try:
+        assess_task(task=task, reviewer=queue.request.user, grade=grade, note=note)
+    except InvariantError as e:
+        return queue.answer(task=task, error=f"Not saved: {e}.", status=400, keep_panel=True)
+    next_task, finished, more = _next_after(queue, task.query)
+    return queue.answer(
+        task=next_task,
+        finished=finished,
+        message=f"Saved your assessment {_grade_label(collection, grade)} for item "
+        f"'{task.item.external_id}' of query '{task.query.external_id}'." + more,
+        extra={
+            "assessed": {
+                "query": task.query.external_id,
+                "item": task.item.external_id,
+                "grade": grade,
+            }
+        },
     )
 
 

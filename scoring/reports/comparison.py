@@ -15,6 +15,7 @@ from judgments.services import VerityError
 from scoring import comparison
 from scoring.engine.params import split_measure
 from scoring.models import Evaluation
+from scoring.reports.assessors import assessor_effect
 from scoring.reports.formatting import UNTESTED_FAMILIES, _natural
 from scoring.selectors import query_info_for
 
@@ -228,7 +229,11 @@ def compare_evaluations(
     mode = "runs" if a.snapshot_id == b.snapshot_id else "labels"
     only_a = _natural(rows_a.keys() - rows_b.keys())
     only_b = _natural(rows_b.keys() - rows_a.keys())
+    effect = assessor_effect([a, b], entries[0]["measure"]) if entries else None
     return {
+        # Only with several assessors per item: the key is absent otherwise, so the
+        # comparison of single-assessor snapshots reads as before.
+        **({"assessors": effect} if effect is not None else {}),
         "mode": mode,
         "a": _side(a),
         "b": _side(b),

@@ -65,6 +65,7 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     f"GET {C}/snapshots/{{number}}/":                       (401, 404, 200, 200, 200, 200),
     f"GET {C}/snapshots/{{number}}/diff/{{other}}/":        (401, 404, 200, 200, 200, 200),
     f"GET {C}/snapshots/{{number}}/qrels":                  (401, 404, 403, 200, 200, 200),
+    f"GET {C}/agreement/":                                  (401, 404, 403, 200, 200, 200),
     f"GET {C}/runs/":                                       (401, 404, 200, 200, 200, 200),
     f"POST {C}/runs/":                                      (401, 404, 403, 201, 201, 201),
     f"GET {C}/runs/{{name}}/":                              (401, 404, 200, 200, 200, 200),

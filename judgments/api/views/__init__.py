@@ -4,6 +4,7 @@ Each view parses its input with a serializer, calls one service or selector, and
 renders; access rules live in ``permissions.py``, error shapes in ``errors.py``.
 """
 
+from .assessments import AgreementView
 from .collections import (
     CollectionDetailView,
     CollectionImportJobView,
@@ -18,6 +19,7 @@ from .snapshots import QrelsExportJobView, QrelsView, SnapshotViewSet
 from .tasks import TaskViewSet
 
 __all__ = [
+    "AgreementView",
     "CollectionDetailView",
     "CollectionImportJobView",
     "CollectionListView",

@@ -3,6 +3,7 @@ as a background job for large snapshots."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -168,6 +169,12 @@ def _encoded(lines: Iterator[str]) -> Iterator[bytes]:
             default=False,
             description="trec: add 'qid 0 docid -1' for the snapshot's unjudged markers.",
         ),
+        OpenApiParameter(
+            "assessor",
+            OpenApiTypes.STR,
+            description="trec: this assessor's frozen assessments instead of the resolved "
+            "labels (a collection with several assessors per item).",
+        ),
     ],
     responses={
         (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels."),
@@ -176,6 +183,7 @@ def _encoded(lines: Iterator[str]) -> Iterator[bytes]:
         ),
         304: OpenApiResponse(description="If-None-Match named this ETag: unchanged."),
         400: error("format or with_unjudged has a value not listed."),
+        404: error("The snapshot, or the assessor in it, does not exist."),
     },
 )
 class QrelsView(CollectionScoped, APIView):
@@ -191,15 +199,26 @@ class QrelsView(CollectionScoped, APIView):
         if flag not in TRUE | FALSE:
             raise serializers.ValidationError({"with_unjudged": f"{flag!r} is not 1 or 0"})
         snapshot = snapshot_of(self.collection, number)
+        assessor = request.query_params.get("assessor") or None
+        if assessor is not None and fmt != "trec":
+            raise serializers.ValidationError({"assessor": "exports TREC qrels only"})
         etag = f'"sha256:{snapshot.content_hash}"'
+        if assessor is not None:  # one assessor's lines: a representation of their own
+            name = hashlib.sha256(assessor.encode()).hexdigest()[:16]
+            etag = f'"sha256:{snapshot.content_hash}.assessor.{name}"'
         if etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
             response = HttpResponse(status=304)
         else:
-            chunks = (
-                snapshot_canonical_lines(snapshot)
-                if fmt == "jsonl"
-                else _encoded(snapshot_trec_lines(snapshot, with_unjudged=flag in TRUE))
-            )
+            try:
+                chunks = (
+                    snapshot_canonical_lines(snapshot)
+                    if fmt == "jsonl"
+                    else _encoded(
+                        snapshot_trec_lines(snapshot, with_unjudged=flag in TRUE, assessor=assessor)
+                    )
+                )
+            except LookupError as e:
+                raise exceptions.NotFound(str(e)) from None
             response = StreamingHttpResponse(chunks, content_type=QRELS_MEDIA_TYPES[fmt])
             suffix = "jsonl" if fmt == "jsonl" else "qrels"
             response["Content-Disposition"] = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -13,8 +14,14 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judgments.models import ChangeSource, Query, ReviewTask
-from judgments.services import JudgmentConflict, claim_next_task, judge_task, skip_task
+from judgments.models import ChangeSource, Judgment, Query, ReviewTask
+from judgments.services import (
+    JudgmentConflict,
+    assess_task,
+    claim_next_task,
+    judge_task,
+    skip_task,
+)
 
 from .. import serializers as s
 from ..errors import ApiError
@@ -110,16 +117,45 @@ class TaskViewSet(
         summary="Judge the task's (query, item) pair; this completes the task.",
         description="201 with the judgment; refused (409) while another reviewer holds the "
         "task, or when the pair was judged meanwhile (`current`). A client key makes a retry "
-        "return the judgment it created (200).",
+        "return the judgment it created (200). In a collection with several assessors per "
+        "item the grade is your blind assessment: 202 with it and the pair's resolved grade "
+        "(null until every assessor has graded it, or while it awaits an adjudicator).",
         parameters=[IDEMPOTENCY_KEY],
         request=s.TaskJudgeInput,
-        responses={201: ETAG_HEADER, 200: ETAG_HEADER, 409: CONFLICT_CREATE},
+        responses={
+            201: ETAG_HEADER,
+            200: ETAG_HEADER,
+            202: OpenApiResponse(OpenApiTypes.OBJECT, description="Your assessment."),
+            409: CONFLICT_CREATE,
+        },
     )
     def judge(self, request: Request, slug: str, pk: int) -> Response:
         task = self.get_object()
         data = s.TaskJudgeInput(data=request.data, context={"collection": self.collection})
         data.is_valid(raise_exception=True)
         v = data.validated_data
+        if self.collection.has_overlap:
+            assessment = assess_task(
+                task=task,
+                reviewer=request.user,
+                grade=v["grade"],
+                note=v["note"],
+                source=ChangeSource.API,
+            )
+            resolved = Judgment.objects.filter(
+                query_id=task.query_id, item_id=task.item_id
+            ).values_list("grade", flat=True)
+            return Response(
+                {
+                    "query": task.query.external_id,
+                    "item": task.item.external_id,
+                    "assessor": request.user.get_username(),
+                    "grade": assessment.grade,
+                    "version": assessment.version,
+                    "resolved_grade": resolved.first(),
+                },
+                status=status.HTTP_202_ACCEPTED,
+            )
         key = idempotency_key(request, v.get("client_key"))
         try:
             judgment, created = judge_task(

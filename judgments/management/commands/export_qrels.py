@@ -1,7 +1,7 @@
 """Export a collection's judgments as TREC qrels, or everything as a JSONL bundle.
 
     manage.py export_qrels SLUG [--snapshot N] [--format trec|jsonl] [--with-unjudged]
-                                [--output FILE]
+                                [--output FILE] [--assessor NAME]
 
 Without ``--snapshot`` it exports the live labels; with it, a frozen snapshot, which
 exports byte-identically every time. Both formats are deterministic. A live JSONL export
@@ -19,12 +19,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judgments import formats
-from judgments.models import Collection, Snapshot
+from judgments.management.arguments import collection_and_snapshot
+from judgments.models import Snapshot
 from judgments.selectors import (
     bundle_of,
-    collection_by_slug,
+    live_assessments,
+    one_assessor,
     snapshot_canonical_lines,
-    snapshot_of,
     snapshot_trec_lines,
 )
 
@@ -45,6 +46,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--output", metavar="FILE", help="write here instead of stdout")
         parser.add_argument(
+            "--assessor",
+            metavar="NAME",
+            help="trec: one assessor's assessments instead of the resolved labels",
+        )
+        parser.add_argument(
             "--snapshot",
             metavar="N",
             type=int,
@@ -52,20 +58,32 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            collection = collection_by_slug(options["slug"])
-            snapshot = (
-                snapshot_of(collection, options["snapshot"])
-                if options["snapshot"] is not None
-                else None
-            )
-        except (Collection.DoesNotExist, Snapshot.DoesNotExist) as exc:
-            raise CommandError(str(exc)) from None
+        collection, snapshot = collection_and_snapshot(options["slug"], options["snapshot"])
+        if options["assessor"] and options["format"] != "trec":
+            raise CommandError("--assessor exports TREC qrels; leave out --format jsonl")
         if snapshot is not None:
             self._export_snapshot(snapshot, options)
             return
         bundle = bundle_of(collection)
-        if options["format"] == "jsonl":
+        if options["assessor"]:
+            try:
+                rows = one_assessor(
+                    live_assessments(collection), options["assessor"], f"'{collection.slug}'"
+                )
+            except LookupError as e:
+                raise CommandError(str(e)) from None
+            graded = {(q, i) for q, i, _ in rows}
+            unjudged = [
+                u
+                for u in (bundle.unjudged if options["with_unjudged"] else [])
+                if (u.query, u.item) not in graded
+            ]
+            judged = [
+                formats.JudgmentRecord(where=formats.Where("db"), query=q, item=i, grade=g)
+                for q, i, g in rows
+            ]
+            text = formats.dumps_trec_qrels(judged, unjudged)
+        elif options["format"] == "jsonl":
             text = formats.dumps_bundle(bundle)
         else:
             unjudged = bundle.unjudged if options["with_unjudged"] else []
@@ -79,7 +97,12 @@ class Command(BaseCommand):
         if options["format"] == "jsonl":
             chunks: Iterable[bytes] = snapshot_canonical_lines(snapshot)
         else:
-            lines = snapshot_trec_lines(snapshot, with_unjudged=options["with_unjudged"])
+            try:
+                lines = snapshot_trec_lines(
+                    snapshot, with_unjudged=options["with_unjudged"], assessor=options["assessor"]
+                )
+            except LookupError as e:
+                raise CommandError(str(e)) from None
             chunks = (line.encode("utf-8") for line in lines)
         if options["output"]:
             with open(options["output"], "wb") as fh:

@@ -73,6 +73,12 @@ class Command(BaseCommand):
             help="create items that judgments name but no one imported as placeholders",
         )
         parser.add_argument("--by", metavar="USERNAME", help="record this user as the importer")
+        parser.add_argument(
+            "--assessor",
+            metavar="NAME",
+            help="the qrels are this assessor's assessments (several assessors per item): "
+            "each pair's label is resolved by the collection's policy",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
@@ -103,6 +109,13 @@ class Command(BaseCommand):
             problems += part_problems
         if problems:
             raise CommandError(formats.describe_problems(problems))
+        if options["assessor"]:
+            if options["bundle"]:
+                raise CommandError(
+                    "--assessor is for --qrels and --judgments files; a bundle names its "
+                    'assessors with "assessor" on each judgment line'
+                )
+            bundle.credit_to(options["assessor"])
         if options["create"] and not options["bundle"]:
             bundle.collection = self._collection_from_options(options)
         try:
@@ -159,7 +172,8 @@ class Command(BaseCommand):
             f"  queries: {r.queries_created} created, {r.queries_skipped} already there"
             + (f", {r.evidence_set} evidence conditions set" if r.evidence_set else ""),
             f"  judgments: {r.judgments_created} created, {r.judgments_skipped} identical ones "
-            "already there (skipped)",
+            "already there (skipped)"
+            + (f"; assessments: {r.assessments_created} created" if r.assessments_created else ""),
         ]
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses_set.items()))
         lines.append(f"  statuses set: {statuses or 'none'}")

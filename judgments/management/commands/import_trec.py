@@ -71,6 +71,12 @@ class Command(BaseCommand):
         parser.add_argument("--unit", choices=LabelingUnit.values, default=LabelingUnit.DOCUMENT)
         parser.add_argument("--pool-depth", type=int, default=10)
         parser.add_argument("--by", metavar="USERNAME", help="record this user as the importer")
+        parser.add_argument(
+            "--assessor",
+            metavar="NAME",
+            help="the qrels are this assessor's assessments (several assessors per item): "
+            "each pair's label is resolved by the collection's policy",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
@@ -96,6 +102,8 @@ class Command(BaseCommand):
             problems += found
         if problems:
             raise CommandError(formats.describe_problems(problems))
+        if options["assessor"]:
+            bundle.credit_to(options["assessor"])
         bundle.collection = self._collection(bundle, options)
         try:
             report = import_collection_data(
@@ -162,7 +170,12 @@ class Command(BaseCommand):
             f"  queries: {r.queries_created} ({len(grades)} with judgments)",
             f"  items: {r.items_created} with text, {r.placeholders_created} placeholders "
             f"(ids only; import their text later with import_collection --items){docs}",
-            f"  judgments: {r.judgments_created}; unjudged pairs queued: {r.unjudged_pairs}",
+            f"  judgments: {r.judgments_created}; unjudged pairs queued: {r.unjudged_pairs}"
+            + (
+                f"; assessments by {options['assessor']}: {r.assessments_created}"
+                if options["assessor"]
+                else ""
+            ),
             f"  statuses ({options['status']}): {marked} queries marked relevant; left "
             f"unreviewed: {relevant - marked} with a relevant judgment, {non_relevant} judged "
             f"non-relevant only, {unjudged} without judgments",

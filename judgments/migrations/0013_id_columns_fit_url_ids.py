@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0008_item_search_index'),
+        ('judgments', '0012_reviewtask_slot_db_default'),
     ]
 
     operations = [
