@@ -48,6 +48,7 @@ def _review_page(client, reviewer_ana, url: str) -> str:
     queue_unjudged(collection=collection, pairs=[(query.pk, item.pk, 1)], source="test")
     set_membership(collection=collection, user=reviewer_ana, role="reviewer")
     client.force_login(reviewer_ana)
+    client.post(f"/c/{collection.slug}/review/claim/")  # claim by POST, then read the page
     response = client.get(f"/c/{collection.slug}/review/")
     assert response.status_code == 200
     return response.content.decode()

@@ -317,7 +317,7 @@ def test_the_queue_says_what_is_left_for_the_other_assessors(overlap, client):
     query = make_query(overlap, external_id="q1")
     _queue(overlap, query, [make_item(overlap, external_id="d1")])
     client.force_login(ana)
-    client.get("/c/overlap/review/")
+    client.post("/c/overlap/review/claim/")  # claiming is a POST; the page's GET reads
     task = ReviewTask.objects.get(status=TaskStatus.CLAIMED)
     answer = client.post(
         "/c/overlap/review/judge/",
