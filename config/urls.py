@@ -1,11 +1,30 @@
+from functools import cache
+
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView
 
 from judgments.api import docs
 from judgments.api.errors import api_not_found
 from judgments.api.tokens import api_tokens
 from judgments.api.views import healthz
+
+
+def _spectacular(view_name: str, **initkwargs: str):
+    """drf_spectacular.views (its renderers and YAML: ~0.3 s of imports) is imported on
+    the first request for the schema or its docs, not by every process that loads URLs."""
+
+    @cache
+    def view():
+        from drf_spectacular import views
+
+        return getattr(views, view_name).as_view(**initkwargs)
+
+    def lazy_view(request, *args, **kwargs):
+        return view()(request, *args, **kwargs)
+
+    lazy_view.csrf_exempt = True  # as every APIView.as_view() is
+    return lazy_view
+
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -14,7 +33,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # The schema and its docs are public (they hold no data); every endpoint they
     # describe needs credentials. Swagger UI and Redoc come from local static files.
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", _spectacular("SpectacularAPIView"), name="api-schema"),
     path("api/docs/", docs.swagger_ui, name="api-docs"),
     path("api/redoc/", docs.redoc, name="api-redoc"),
     path("api/", include("judgments.api.urls")),

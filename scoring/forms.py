@@ -9,8 +9,7 @@ from django import forms
 from judgments.models import Collection
 from verity_limits import INT16_MAX, NOTE_MAX
 
-from .engine.cli import parse_ks
-from .engine.params import UNJUDGED_POLICIES
+from .engine.params import UNJUDGED_POLICIES, parse_ks
 from .models import DedupPolicy, OrderRule, Run, UnitMapping
 from .upload_options import RunImportOptions
 

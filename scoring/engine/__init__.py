@@ -52,19 +52,67 @@ Where the engine departs from trec_eval 10 (values agree to 1e-9 otherwise):
 # Recorded with every stored evaluation; bump it when any number could change.
 __version__ = "1.0.0"
 
+import sys
+from importlib import import_module
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from .errors import EngineError, EngineInputError, InvalidParameterError
-from .evaluate import EvalResult, evaluate, exclusion_reason
 from .params import EvalParams
-from .readers import (
-    Statuses,
-    read_mapping,
-    read_qrels,
-    read_run,
-    read_run_stages,
-    read_statuses,
-)
 from .simple import score_query
-from .tables import Qrels, Run
+
+if TYPE_CHECKING:
+    from .evaluate import EvalResult, evaluate, exclusion_reason
+    from .readers import (
+        Statuses,
+        read_mapping,
+        read_qrels,
+        read_run,
+        read_run_stages,
+        read_statuses,
+    )
+    from .tables import Qrels, Run
+
+# numpy and pyarrow cost ~0.3 s of imports: the names that need them are imported on
+# first use (PEP 562), so that Django processes importing ``scoring.engine`` for its
+# parameters (forms, serializers, every management command) start without them.
+_LAZY = {
+    "EvalResult": "evaluate",
+    "evaluate": "evaluate",
+    "exclusion_reason": "evaluate",
+    "Statuses": "readers",
+    "read_mapping": "readers",
+    "read_qrels": "readers",
+    "read_run": "readers",
+    "read_run_stages": "readers",
+    "read_statuses": "readers",
+    "Qrels": "tables",
+    "Run": "tables",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+class _Engine(ModuleType):
+    """Importing the submodule ``evaluate`` binds it on the package, over the function of
+    the same name; keep ``scoring.engine.evaluate`` the function, as the eager imports
+    used to (whichever of the two is imported first)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "evaluate" and isinstance(value, ModuleType):
+            value = value.evaluate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Engine
+
 
 __all__ = [
     "EngineError",

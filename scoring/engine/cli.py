@@ -16,24 +16,12 @@ import numpy as np
 
 from .errors import EngineError
 from .evaluate import EvalResult, evaluate
-from .params import EvalParams, split_measure
+from .params import EvalParams, parse_ks, split_measure
 from .readers import Statuses, read_mapping, read_qrels, read_run, read_statuses
 from .tables import Run
 from .trec_eval_format import departures, format_trec_eval
 
 EXIT_BAD_INPUT = 2
-
-
-def parse_ks(text: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--k must be comma-separated positive integers, e.g. 5,10,100; got {text!r}"
-        ) from None
-    if not ks or any(k <= 0 for k in ks):
-        raise argparse.ArgumentTypeError(f"--k values must be positive integers; got {text!r}")
-    return ks
 
 
 def build_parser(prog: str = "verity-eval") -> argparse.ArgumentParser:

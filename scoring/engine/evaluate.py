@@ -20,7 +20,6 @@ measure 0 except ``Ceiling@k``, and it is counted in ``empty_ranking``. No scora
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import numpy as np
 
 from .errors import EngineInputError, ErrorCollector, InvalidParameterError
 from .measures import Labels, Segments, compute, judged_at
-from .params import ORDER_DESCRIPTIONS, EvalParams, split_measure
+from .params import ORDER_DESCRIPTIONS, EvalParams, natural_key, split_measure
 from .readers import STATUSES, Statuses, check_evidence
 from .tables import UNJUDGED, Qrels, Run, qrels_grades_for_run
 
@@ -47,13 +46,6 @@ AGGREGATIONS = {
     "pooled": "sum of hits@k / sum of |G| over scorable queries (R@k only; equals the mean "
     "of R@k weighted by each query's 'weight' = |G_i| / sum |G_j|)",
 }
-
-
-def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key putting "q2" before "q10" (digit runs compare as numbers)."""
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
-    )
 
 
 @dataclass(frozen=True)

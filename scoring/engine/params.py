@@ -9,6 +9,7 @@ Measure names are the ones the reports print: ``R@10``, ``Ceiling@10``, ``AnyHit
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -209,3 +210,22 @@ class EvalParams:
             "order": self.order,
             "stage": self.stage,
         }
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key putting "q2" before "q10" (digit runs compare as numbers)."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
+    )
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--k must be comma-separated positive integers, e.g. 5,10,100; got {text!r}"
+        ) from None
+    if not ks or any(k <= 0 for k in ks):
+        raise argparse.ArgumentTypeError(f"--k values must be positive integers; got {text!r}")
+    return ks

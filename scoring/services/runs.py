@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import Value
 
@@ -111,6 +110,8 @@ def import_run(
     ``progress`` hears of each phase: reading the file, storing the ranked lists (in
     lines), pooling the unjudged items (in queries).
     """
+    import numpy as np  # here, not at the top: every process imports the services
+
     progress = progress or Progress()
     if Run.objects.filter(collection=collection, name=name).exists():
         raise _name_taken(collection, name)

@@ -22,7 +22,7 @@ from judgments.models import Collection, Snapshot
 from judgments.selectors import collection_by_slug, snapshot_of
 from judgments.services import VerityError
 from scoring import comparison, engine
-from scoring.engine.cli import parse_ks
+from scoring.engine.params import parse_ks
 from scoring.models import Evaluation, Run, RunStage, UnitMapping
 from scoring.reports import (
     ComparisonRefused,

@@ -20,7 +20,7 @@ from judgments.models import Collection, Snapshot
 from judgments.selectors import collection_by_slug, snapshot_of
 from judgments.services import VerityError
 from scoring import engine
-from scoring.engine.cli import parse_ks
+from scoring.engine.params import parse_ks
 from scoring.models import Run, RunStage, UnitMapping
 from scoring.reports import build_report, report_csv
 from scoring.selectors import evaluation_report, run_by_name, stage_of

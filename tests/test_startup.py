@@ -1,0 +1,77 @@
+"""Start-up stays light: heavy libraries are imported where they are used.
+
+Every management command loads the settings, the apps and (through its system checks) the
+whole URL configuration before it does anything; a worker or a web process does the same.
+None of that may import numpy, scipy, pyarrow or drf-spectacular's views (~1 s of imports
+together): they belong to scoring, statistics and schema generation, which import them
+when they run. Each case starts a new interpreter, so nothing imported by other tests
+can hide an import. ``bench/startup_bench.py`` times the same processes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("numpy", "scipy", "pyarrow", "pandas", "drf_spectacular.views")
+
+SETUP = (
+    "import os, sys\n"
+    "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings')\n"
+    "import django\n"
+    "django.setup()\n"
+)
+URLS = "from django.urls import get_resolver\nget_resolver().url_patterns\n"
+# Every command's module, as `manage.py COMMAND` imports it before running it.
+COMMANDS = (
+    "from django.core.management import get_commands, load_command_class\n"
+    "for name, app in get_commands().items():\n"
+    "    load_command_class(app, name)\n"
+)
+CHECK = "from django.core.management import call_command\ncall_command('check', verbosity=0)\n"
+REPORT = f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+
+
+def _heavy_after(code: str) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", code + REPORT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,  # guards against a hang only
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = (line for line in proc.stdout.splitlines() if line.startswith("HEAVY:"))
+    return [m for m in line.removeprefix("HEAVY:").split(",") if m]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import os, sys\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings')\n"
+        "import config.settings\n",
+        SETUP,
+        SETUP + URLS,
+        SETUP + URLS + COMMANDS,
+        SETUP + CHECK,
+        "import sys, scoring.engine, scoring.engine.params\n",
+    ],
+    ids=["settings", "django-setup", "url-conf", "every-command-module", "check", "engine"],
+)
+def test_start_up_imports_no_heavy_library(code: str) -> None:
+    assert _heavy_after(code) == []
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    """The check above would pass vacuously if the probe could not see an import."""
+    assert _heavy_after(
+        SETUP + "import scoring.comparison\nscoring.comparison.describe([1], [0])\n"
+    ) == ["numpy"]
+    assert _heavy_after(SETUP + "from scoring.engine import evaluate\n") == ["numpy", "pyarrow"]
