@@ -32,7 +32,7 @@ engine_config() {
   cat <<'EOF'
 source_paths = ["config", "judgments", "scoring"]
 only_mutate = ["scoring/engine/*"]
-also_copy = ["fixtures", "templates", "manage.py"]
+also_copy = ["fixtures", "templates", "manage.py", "jobs", "judges"]
 pytest_add_cli_args_test_selection = ["tests/engine"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]
 EOF
@@ -41,7 +41,7 @@ EOF
 services_config() {
   cat <<'EOF'
 source_paths = ["config", "judgments", "scoring"]
-also_copy = ["fixtures", "templates", "manage.py"]
+also_copy = ["fixtures", "templates", "manage.py", "jobs", "judges"]
 only_mutate = [
   "judgments/services/judgments.py",
   "judgments/services/queries.py",
