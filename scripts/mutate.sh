@@ -86,6 +86,10 @@ run_group() {
   if [[ $group == services && -n "${MUTATE_DATABASE_URL:-}" ]]; then
     db=("DATABASE_URL=$MUTATE_DATABASE_URL")
   fi
+  # The copy lives in var/mutate/GROUP/mutants/, where ../shared is not the project's:
+  # name it, so that the trec_eval conformance oracles run against every mutant.
+  local shared=${VERITY_SHARED:-$ROOT/../shared}
+  [[ -d $shared ]] && db+=("VERITY_SHARED=$(cd "$shared" && pwd -P)")
   (cd "$dir" && env "${db[@]}" VERITY_MUTATING=1 VERITY_ORACLE_CASES=${MUTATE_ORACLE_CASES:-20} nice -n 10 timeout -s INT -k 30 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" "${names[@]}") \
     >"$dir/mutmut.log" 2>&1 || echo "   (stopped: budget reached or mutmut failed; see $dir/mutmut.log)"
   tail -n 3 "$dir/mutmut.log" | tr '\r' '\n' | tail -n 2
