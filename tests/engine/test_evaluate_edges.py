@@ -42,9 +42,7 @@ def test_the_parameters_record_gains_aggregations_and_the_mapping() -> None:
 
 
 def test_hits_are_listed_by_cutoff_under_bounds() -> None:
-    result = evaluate(
-        {"q": {"a": 1}}, {"q": ["u", "a"]}, EvalParams(ks=(2, 10), unjudged="bounds")
-    )
+    result = evaluate({"q": {"a": 1}}, {"q": ["u", "a"]}, EvalParams(ks=(2, 10), unjudged="bounds"))
     row = result.per_query["q"]
     assert [k for k in row if k.startswith("hits@")] == ["hits@2", "hits@10"]
     assert row["R@2"] == {"low": 1.0, "high": 1.0} and row["P@2"] == {"low": 0.5, "high": 1.0}
