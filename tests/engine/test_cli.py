@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine.cli import run_cli
+from scoring.engine.cli import _NoPandas, main, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -375,3 +375,27 @@ def test_defaults_and_every_option_reach_the_parameters(tmp_path: Path, files) -
     }  # fmt: skip
     assert data["params"]["duplicates_removed"] == 1
     assert _run(*files).stdout.startswith("status: ok\n")  # the table is the default format
+
+
+def test_main_exits_with_run_clis_code_and_hides_pandas(monkeypatch, capsys, files) -> None:
+    """``main`` in this process (the console script's entry point): its exit code is
+    run_cli's, and pandas, which pyarrow would import on its first compute call, looks
+    absent to the command line only."""
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    missing = files[0] + ".missing"
+    for argv, code in (([*files, "--k", "2", "--format", "json"], 0), ([files[0], missing], 2)):
+        monkeypatch.setattr(sys, "argv", ["verity-eval", *argv])
+        with pytest.raises(SystemExit) as info:
+            main()
+        assert info.value.code == code
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["counts"]["scorable"] == 3
+    assert isinstance(sys.meta_path[0], _NoPandas)
+    assert sum(isinstance(f, _NoPandas) for f in sys.meta_path) == 2  # once per call
+
+    finder = _NoPandas()
+    for name in ("pandas", "pandas.core.frame"):
+        with pytest.raises(ModuleNotFoundError) as missing:
+            finder.find_spec(name)
+        assert str(missing.value) == f"No module named {name!r}" and missing.value.name == name
+    assert finder.find_spec("pandasql") is None and finder.find_spec("numpy") is None
