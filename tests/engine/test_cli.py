@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -392,6 +393,10 @@ def test_main_exits_with_run_clis_code_and_hides_pandas(monkeypatch, capsys, fil
     assert json.loads(capsys.readouterr().out.splitlines()[0])["counts"]["scorable"] == 3
     assert isinstance(sys.meta_path[0], _NoPandas)
     assert sum(isinstance(f, _NoPandas) for f in sys.meta_path) == 2  # once per call
+    monkeypatch.setitem(sys.modules, "pandas", types.ModuleType("pandas"))
+    with pytest.raises(SystemExit):
+        main()  # pandas already imported by the caller: left alone
+    assert sum(isinstance(f, _NoPandas) for f in sys.meta_path) == 2
 
     finder = _NoPandas()
     for name in ("pandas", "pandas.core.frame"):

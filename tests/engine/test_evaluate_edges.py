@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine import EvalParams, InvalidParameterError, Run, evaluate, read_run
+from scoring.engine import (
+    EngineInputError,
+    EvalParams,
+    InvalidParameterError,
+    Run,
+    evaluate,
+    read_run,
+)
 from scoring.engine.evaluate import AGGREGATIONS, natural_key
 
 
@@ -48,7 +55,7 @@ def test_hits_are_listed_by_cutoff_under_bounds() -> None:
     assert row["R@2"] == {"low": 1.0, "high": 1.0} and row["P@2"] == {"low": 0.5, "high": 1.0}
 
 
-def test_evidence_groups_may_be_tuples() -> None:
+def test_evidence_groups_may_be_tuples_but_not_a_string() -> None:
     result = evaluate(
         {"q": {"a": 1, "b": 1}},
         {"q": ["a", "x", "b"]},
@@ -57,6 +64,12 @@ def test_evidence_groups_may_be_tuples() -> None:
     )
     assert result.per_query["q"]["Evidence@2"] == 0.0
     assert result.per_query["q"]["Evidence@3"] == 1.0
+    with pytest.raises(EngineInputError) as info:
+        evaluate({"q": {"a": 1}}, {"q": ["a"]}, evidence={"q": "ab"})
+    assert info.value.errors == [
+        "evidence: evidence for query 'q' must be a non-empty list of groups, e.g. "
+        '[["a", "b"], ["c"]] for (a AND b) OR c'
+    ]
 
 
 def _staged(tmp_path: Path) -> Run:
