@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from scoring.engine import EngineInputError, read_qrels, read_run
@@ -218,3 +219,34 @@ def test_equal_ranks_are_refused_in_any_query(tmp_path: Path) -> None:
         f"{path} line 4: rank 1 for query 'q2' repeats line 3; with --order rank every rank "
         "must be distinct within a query (or use --order score)"
     ]
+
+
+def test_numeric_looking_ids_stay_strings_on_the_fast_path(tmp_path: Path, fast_only) -> None:
+    qrels = read_qrels(_file(tmp_path, "qrels.txt", "007 0 0042 1\n007 0 1e3 2\n10 0 0042 0\n"))
+    assert qrels.to_mapping() == {"007": {"0042": 1, "1e3": 2}, "10": {"0042": 0}}
+    run = read_run(_file(tmp_path, "run.trec", "007 0 0042 1 2 1\n007 0 1e3 2 1 1\n"))
+    assert run.to_mapping() == {"007": ["0042", "1e3"]}
+
+
+def test_query_ids_are_coded_in_first_seen_order_from_any_column() -> None:
+    from scoring.engine.readers.common import _DICT, _encode_qids
+
+    plain = pa.chunked_array([pa.array(["b", "a"]), pa.array(["a", "c"])])
+    encoded = pa.chunked_array([c.dictionary_encode() for c in plain.chunks])
+    for column in (plain, encoded):
+        qids, codes = _encode_qids(column)
+        assert qids == ["b", "a", "c"] and codes.tolist() == [0, 1, 1, 2]
+        assert codes.dtype == np.int32
+    qids, codes = _encode_qids(pa.chunked_array([], type=_DICT))
+    assert qids == [] and codes.size == 0 and codes.dtype == np.int32
+
+
+def test_the_format_is_told_from_the_first_4_kib(tmp_path: Path) -> None:
+    """A run is JSON Lines when its name says so or its first non-blank byte within the first
+    4 KiB is '{'; past that, the file is taken as TREC (name it .jsonl)."""
+    line = '{"query": "q", "ranking": ["a"]}\n'
+    near = read_run(_file(tmp_path, "near.run", " " * 4095 + line))
+    assert near.to_mapping() == {"q": ["a"]} and near.order == "list"
+    far = _file(tmp_path, "far.run", " " * 4096 + line)
+    assert _errors(read_run, far)[0].startswith(f"{far} line 1: expected 6 fields")
+    assert read_run(_file(tmp_path, "far.jsonl", " " * 4096 + line)).to_mapping() == {"q": ["a"]}
