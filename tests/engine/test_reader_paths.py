@@ -141,6 +141,11 @@ def test_dedup_first_reads_the_same_on_both_paths(tmp_path: Path, either: str) -
     assert run.to_mapping() == {"q": ["a", "b", "c"], "r": ["a", "e"]}
     assert (run.order, run.dedup, run.duplicates_removed) == ("score", "first", 2)
     assert run.source == str(tmp_path / "run.trec")
+    # The same id repeated in two queries: each query keeps its own first copy.
+    text = "q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 a 3 1 t\nr Q0 a 1 3 t\nr Q0 e 2 2 t\nr Q0 a 3 1 t\n"
+    twice = read_run(_file(tmp_path, "twice.trec", text), dedup="first")
+    assert twice.to_mapping() == {"q": ["a", "b"], "r": ["a", "e"]}
+    assert twice.duplicates_removed == 2
 
 
 # -- irregular files: the careful reader reads them as trec_eval does --------------------------
