@@ -404,3 +404,17 @@ def test_main_exits_with_run_clis_code_and_hides_pandas(monkeypatch, capsys, fil
             finder.find_spec(name)
         assert str(missing.value) == f"No module named {name!r}" and missing.value.name == name
     assert finder.find_spec("pandasql") is None and finder.find_spec("numpy") is None
+
+
+def test_table_lists_every_exclusion_or_none(tmp_path: Path, files) -> None:
+    run = tmp_path / "more.trec"
+    run.write_text("A Q0 a 1 1 t\nX Q0 a 1 1 t\nY Q0 a 1 1 t\n")
+    table = _run(files[0], str(run), "--k", "1").stdout
+    line = next(x for x in table.splitlines() if x.startswith("queries: "))
+    assert line.startswith(
+        "queries: 3 scorable; excluded: no_relevant_judgments 1, not_in_qrels 2;"
+    )
+    qrels, one = tmp_path / "q.txt", tmp_path / "one.trec"
+    qrels.write_text("A 0 a 1\n")
+    one.write_text("A Q0 a 1 1 t\n")
+    assert "queries: 1 scorable; excluded: none; " in _run(str(qrels), str(one)).stdout
