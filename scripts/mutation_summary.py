@@ -173,6 +173,131 @@ SITE_RULES += [
 ]
 
 
+# The readers' fast path (pyarrow) either reads a file or declines and hands it to the
+# careful reader; tests pin that clean files are read fast and that both paths agree. A
+# change that only moves where that line falls, for files both paths read the same, or
+# only sets how the work is chunked, cannot change a result.
+_SAME_EITHER_PATH = (
+    "a longer, shorter or unbounded head only changes which path reads a file whose first "
+    "line is longer than 64 KiB, and both paths read such a file alike"
+)
+SITE_RULES += [
+    (
+        "common.x__decode",
+        r'decode\("utf-8"\)',
+        r'decode\("UTF-8"\)',
+        "Python looks codec names up case-insensitively",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r"head = fh\.read\(1 << 16\)",
+        r"fh\.read\((None|2 << 16|1 << 17)\)",
+        _SAME_EITHER_PATH,
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r'first = head\.split\(b"\\n", 1\)\[0\]',
+        r'head\.split\(b"\\n", (2)?\)\[0\]',
+        "the first piece of a split is the same whatever the number of splits allowed",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r'if b"\\t" in first and b" " not in first:|elif b" " in first and b"\\t" not in first:',
+        r'first or b|b"XX \\?t?XX" not in first|b"XX\\tXX" not in first|b"XX XX" not in first',
+        "a first line holding both a tab and a space is declined anyway, when the scan of the "
+        "file finds the other separator, and one holding neither splits into one field",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r"while block := fh\.read\(_BLOCK\):",
+        r"fh\.read\(None\)",
+        "reading the file in one block scans the same bytes",
+    ),
+    (
+        "common.x__read_table",
+        r"block_size=1 << 24",
+        r"block_size=(None|2 << 24|1 << 25)|column_names=names, \)",
+        "the block size sets how pyarrow chunks the columns, and every later step takes "
+        "chunked columns (dictionaries unified, keys hashed chunk by chunk)",
+    ),
+    (
+        "common.x__read_table",
+        r"quote_char=False, double_quote=False, escape_char=False",
+        r"double_quote=(None|True)|escape_char=None|double_quote=False, \)"
+        r"|quote_char=False, escape_char=False",
+        "with quote_char=False pyarrow does no quoting, so double_quote never applies, and "
+        "escape_char=None (or left out) is its default, False",
+    ),
+    (
+        "common.x__read_table",
+        r"include_columns=include,",
+        r"include_columns=None,|^$",
+        "both readers include every column they name, which is what None (all) reads",
+    ),
+    (
+        "common.x__read_table",
+        r"strings_can_be_null=False,",
+        r"strings_can_be_null=(None|True),|^$",
+        "with null_values=[] no value spells null, so whether strings may be null changes "
+        "nothing (and quoting is off)",
+    ),
+    (
+        "qrels.x__read_qrels_fast",
+        r"np\.bincount\(codes, minlength=len\(qids\)\)",
+        r"np\.bincount\(codes, \)",
+        "every query id comes from the rows, so every query has a row and the counts are "
+        "len(qids) long anyway",
+    ),
+    (
+        "trec_run.x__read_trec_run_fast",
+        r"np\.bincount\(codes, minlength=len\(qids\)\)",
+        r"np\.bincount\(codes, \)",
+        "every query id comes from the rows, so every query has a row and the counts are "
+        "len(qids) long anyway",
+    ),
+    (
+        "trec_run.x__drop_rows",
+        r"minlength=nq\)",
+        r"keep_final\], \)",
+        "dedup keeps each query's first row, so no query loses every row and the counts are "
+        "nq long anyway",
+    ),
+    (
+        "trec_run.x__scores_sorted",
+        r"^return True$|if not bool\(\(codes\[1:\] >= codes\[:-1\]\)\.all\(\)\):"
+        r"|return not bool\(\(same & \(scores",
+        r"^return False$|if not bool\(None\):|codes\[1:\] > codes\[:-1\]|same \| \(",
+        "these only call rows that are in order unsorted, which sends them through the sort: "
+        "sorting rows already in trec_eval's order leaves them where they are",
+    ),
+    (
+        "x__read_qrels_slow",
+        r"data_lines \+= 1",
+        r"data_lines (= 1|-= 1|\+= 2)",
+        "the count is only compared with 0, and after a data line it is non-zero either way",
+    ),
+    (
+        "x__read_trec_run_slow",
+        r"data_lines \+= 1",
+        r"data_lines (= 1|-= 1|\+= 2)",
+        "the count is only compared with 0, and after a data line it is non-zero either way",
+    ),
+    (
+        "statuses.x_read_statuses",
+        r"count \+= 1",
+        r"count (= 1|-= 1|\+= 2)",
+        "the count is only compared with 0, and after a data line it is non-zero either way",
+    ),
+    (
+        "mapping.x_read_mapping",
+        r'line = raw\.rstrip\(b"\\r\\n"\)',
+        r'raw\.lstrip\(b"\\r\\n"\)',
+        "both fields are stripped after the split, so a line end left on the last one "
+        "changes nothing, and no line starts with a line end",
+    ),
+]
+
+
 def classify(name: str, lines: list[str]) -> str | None:
     """The reason a change is equivalent, or None."""
     removed = [line[1:] for line in lines if line.startswith("-")]
