@@ -101,3 +101,13 @@ def test_a_run_that_disagrees_with_the_parameters_is_refused_in_words(tmp_path: 
     # No stage asked for: the run's own stage is scored, and recorded.
     result = evaluate(qrels, _staged(tmp_path), EvalParams(ks=(1,)))
     assert result.params["stage"] == "context" and result.per_query["q"]["R@1"] == 1.0
+
+
+def test_ids_equal_as_numbers_are_listed_in_a_fixed_order() -> None:
+    """'1' and '01' have the same natural key; their order must not follow a set's hash
+    order (which changes from one process to the next)."""
+    ids = ["0" * n + "1" for n in range(8)]
+    qrels = {qid: {"a": 1} for qid in ids}
+    result = evaluate(qrels, {f"r{qid}": ["a"] for qid in ids}, EvalParams(ks=(1,)))
+    assert list(result.per_query) == sorted(ids)  # "00000001" ... "01", "1"
+    assert list(result.excluded) == sorted(f"r{qid}" for qid in ids)
