@@ -310,3 +310,38 @@ SITE_RULES += [
         "free is read only for the measure names asked for, and no measure name starts with hits@",
     ),
 ]
+
+SITE_RULES += [
+    (
+        "measures.x_compute",
+        r"\.astype\(np\.float64\)",
+        r"\.astype\(None\)",
+        "astype(None) is float64, numpy's default float",
+    ),
+    (
+        "measures.x_compute",
+        r"prow = np\.flatnonzero\(g > 0\)",
+        r"prow = np\.flatnonzero\(g >= 0\)",
+        "a grade-0 row adds 0 / log2(rank + 1) = 0 to the DCG",
+    ),
+    (
+        "measures.x_compute",
+        r"np\.divide\(dcg, idcg, out=np\.zeros\(n\), where=idcg > 0\)",
+        r"out=None|where=idcg >= 0|idcg, where=|out=np\.zeros\(n\), \)",
+        "every scored query has a judgment >= rel_level >= 1, so idcg > 0 everywhere and "
+        "the guard never masks a value",
+    ),
+    (
+        "measures.xǁLabelsǁbuild",
+        r"num_nonrel=np\.bincount\(seg_of_judgment\[nonrel\], minlength=count\)\.astype",
+        r"\.astype\(None\)",
+        "num_nonrel only enters bpref's float arithmetic, where 3.0 and 3 give the same",
+    ),
+    (
+        "measures.xǁLabelsǁbuild",
+        r"num_rel=np\.bincount\(seg_of_judgment\[rel\], minlength=count\)",
+        r"num_rel=np\.bincount\(seg_of_judgment\[rel\], \)",
+        "every scored query has a judgment >= rel_level, so the last segment has one and "
+        "bincount is `count` long without minlength",
+    ),
+]

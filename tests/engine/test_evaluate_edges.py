@@ -111,3 +111,12 @@ def test_ids_equal_as_numbers_are_listed_in_a_fixed_order() -> None:
     result = evaluate(qrels, {f"r{qid}": ["a"] for qid in ids}, EvalParams(ks=(1,)))
     assert list(result.per_query) == sorted(ids)  # "00000001" ... "01", "1"
     assert list(result.excluded) == sorted(f"r{qid}" for qid in ids)
+
+
+def test_counts_are_integers_in_the_result() -> None:
+    """JSON shows 2, not 2.0, for a count: hits, relevant and retrieved stay ints."""
+    result = evaluate({"q": {"a": 1, "b": 2}}, {"q": ["a", "x", "b"]}, EvalParams(ks=(2,)))
+    row = result.per_query["q"]
+    counts = {k: row[k] for k in ("hits@2", "relevant", "retrieved")}
+    assert counts == {"hits@2": 1, "relevant": 2, "retrieved": 3}
+    assert all(type(v) is int for v in counts.values())
