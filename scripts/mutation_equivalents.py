@@ -345,3 +345,34 @@ SITE_RULES += [
         "bincount is `count` long without minlength",
     ),
 ]
+
+SITE_RULES += [
+    (
+        "cli.x__with_whole_ranking_recall",
+        r"whole = max\(1, int\(lengths\.max\(\)\) if lengths\.size else 1\)",
+        r"max\(2, |if \(lengths\.size\) or True else|if lengths\.size else 2\)",
+        "a run read from a file has a query, so lengths is never empty; and any cutoff at "
+        "or past the longest ranking (max(2, n) included) counts the same hits",
+    ),
+    (
+        "cli.x__with_whole_ranking_recall",
+        r"params\.measure_names\(with_evidence=False\)",
+        r"with_evidence=(None|True)\)",
+        "only the measures asked for (named apart, without Evidence) are printed, and "
+        "Evidence has no trec_eval name",
+    ),
+    (
+        "trec_eval_format.x__order",
+        r"if base in TREC_EVAL_ORDER and k\.isdigit\(\):",
+        r"if base in TREC_EVAL_ORDER or k\.isdigit\(\):",
+        "every printed name either has a known base and a number after its last '_' or has "
+        "neither (map, Rprec, bpref, recip_rank), so 'or' picks the same branch",
+    ),
+    (
+        "trec_eval_format.x__order",
+        r"return TREC_EVAL_ORDER\.index\(name\), 0",
+        r"return TREC_EVAL_ORDER\.index\(name\), 1",
+        "a whole-ranking name never shares its first key with another printed name, so the "
+        "second key is never compared",
+    ),
+]

@@ -188,6 +188,13 @@ def test_json_lines_stage_errors_name_the_file(tmp_path: Path) -> None:
     ]
 
 
+def test_a_run_with_one_named_stage_is_read_without_naming_it(tmp_path: Path) -> None:
+    path = _file(tmp_path, "run.jsonl", '{"query": "q", "stages": {"candidates": ["a"]}}\n')
+    run = read_run(path)
+    assert run.stage == "candidates" and run.stages == ("candidates",)
+    assert run.to_mapping() == {"q": ["a"]}
+
+
 def test_a_run_where_every_query_abstains_has_one_stage_named_default(tmp_path: Path) -> None:
     path = _file(tmp_path, "run.jsonl", '{"query": "q", "abstain": true}\n'
                  '{"query": "r", "abstain": true}\n')  # fmt: skip
