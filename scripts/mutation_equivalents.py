@@ -376,3 +376,57 @@ SITE_RULES += [
         "second key is never compared",
     ),
 ]
+
+SITE_RULES += [
+    (
+        "cli.x_build_parser",
+        r'^default="table",$',
+        r'^default=(None|"XXtableXX"|"TABLE"),$|^$',
+        "run_cli prints the table for any format other than json, trec and trec_eval, so "
+        "the table is printed whatever this default holds",
+    ),
+    (
+        "cli.x_run_cli",
+        r"^stage=args\.stage,$",
+        r"^stage=None,$|^$",
+        "the run is read with args.stage, and evaluate records the run's own stage: the "
+        "parameter only re-checks what read_run already chose",
+    ),
+    (
+        "cli.x_run_cli",
+        r"asked = params\.measure_names\(with_evidence=False\)",
+        r"with_evidence=(None|True)\)",
+        "asked names what --format trec_eval prints, and Evidence has no trec_eval name",
+    ),
+    (
+        "cli.x_run_cli",
+        r"json\.dumps\(result\.to_dict\(\), allow_nan=False,",
+        r"allow_nan=(None|True), |to_dict\(\), separators=",
+        "no value in a result is NaN or infinite (an undefined mean is None), so allow_nan "
+        "never matters",
+    ),
+    (
+        "cli.x_run_cli",
+        r"exc\.filename or ''",
+        r"exc\.filename or 'XXXX'",
+        "every OSError here comes from opening a named file, whose name is set",
+    ),
+    (
+        "trec_eval_format.x_departures",
+        r'no_rel = c\["excluded"\]\.get\("no_relevant_judgments", 0\)',
+        r'"no_relevant_judgments", (None)?\)',
+        "only its truth is read (if no_rel), and None is as false as 0",
+    ),
+]
+
+NAMED_RULES.update(
+    {
+        "scoring.engine.cli.x_build_parser__mutmut_1": "the default prog is never used: "
+        "run_cli always passes the name it was started under",
+        "scoring.engine.cli.x_build_parser__mutmut_2": "the default prog is never used: "
+        "run_cli always passes the name it was started under",
+        "scoring.engine.tables.x__later_duplicates_exact__mutmut_16": "the zipped sequences "
+        "are takes of the same rows, equal in length by construction; strict=True only "
+        "guards that",
+    }
+)
