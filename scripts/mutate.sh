@@ -7,6 +7,7 @@
 #   scripts/mutate.sh --summary          # the summary of the last runs only
 #   MUTATE_BUDGET=1200 MUTATE_JOBS=1 scripts/mutate.sh services
 #   MUTATE_AGAIN=1 scripts/mutate.sh engine   # try the survivors again (after new tests)
+#   MUTATE_AGAIN=1 MUTATE_ONLY='engine\.cli\.' scripts/mutate.sh engine   # only those matching
 #   MUTATE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/verity_mutate scripts/mutate.sh services
 #       # services on PostgreSQL, test database reused: ~10x faster than SQLite here
 #
@@ -79,7 +80,8 @@ run_group() {
   local names=()
   if [[ "${MUTATE_AGAIN:-0}" == 1 ]]; then
     # mutmut keeps a verdict once given: name the survivors (and the untried) to try them.
-    mapfile -t names < <("$PY" scripts/mutation_summary.py --survivors "$dir")
+    mapfile -t names < <("$PY" scripts/mutation_summary.py --survivors "$dir" |
+      grep -E -- "${MUTATE_ONLY:-.}" || true)
   fi
   echo "== mutating $group (budget ${BUDGET}s, $JOBS workers, nice 10, ${#names[@]} named)"
   local db=()
