@@ -7,6 +7,7 @@
 #   scripts/mutate.sh --summary          # the summary of the last runs only
 #   MUTATE_BUDGET=1200 MUTATE_JOBS=1 scripts/mutate.sh services
 #   MUTATE_AGAIN=1 scripts/mutate.sh engine   # try the survivors again (after new tests)
+#   MUTATE_AGAIN=1 MUTATE_ONLY='engine\.cli\.' scripts/mutate.sh engine   # only those matching
 #   MUTATE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/verity_mutate scripts/mutate.sh services
 #       # services on PostgreSQL, test database reused: ~10x faster than SQLite here
 #
@@ -32,7 +33,7 @@ engine_config() {
   cat <<'EOF'
 source_paths = ["config", "judgments", "scoring"]
 only_mutate = ["scoring/engine/*"]
-also_copy = ["fixtures", "templates", "manage.py"]
+also_copy = ["fixtures", "templates", "manage.py", "jobs", "judges"]
 pytest_add_cli_args_test_selection = ["tests/engine"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]
 EOF
@@ -41,7 +42,7 @@ EOF
 services_config() {
   cat <<'EOF'
 source_paths = ["config", "judgments", "scoring"]
-also_copy = ["fixtures", "templates", "manage.py"]
+also_copy = ["fixtures", "templates", "manage.py", "jobs", "judges"]
 only_mutate = [
   "judgments/services/judgments.py",
   "judgments/services/queries.py",
@@ -79,13 +80,18 @@ run_group() {
   local names=()
   if [[ "${MUTATE_AGAIN:-0}" == 1 ]]; then
     # mutmut keeps a verdict once given: name the survivors (and the untried) to try them.
-    mapfile -t names < <("$PY" scripts/mutation_summary.py --survivors "$dir")
+    mapfile -t names < <("$PY" scripts/mutation_summary.py --survivors "$dir" |
+      grep -E -- "${MUTATE_ONLY:-.}" || true)
   fi
   echo "== mutating $group (budget ${BUDGET}s, $JOBS workers, nice 10, ${#names[@]} named)"
   local db=()
   if [[ $group == services && -n "${MUTATE_DATABASE_URL:-}" ]]; then
     db=("DATABASE_URL=$MUTATE_DATABASE_URL")
   fi
+  # The copy lives in var/mutate/GROUP/mutants/, where ../shared is not the project's:
+  # name it, so that the trec_eval conformance oracles run against every mutant.
+  local shared=${VERITY_SHARED:-$ROOT/../shared}
+  [[ -d $shared ]] && db+=("VERITY_SHARED=$(cd "$shared" && pwd -P)")
   (cd "$dir" && env "${db[@]}" VERITY_MUTATING=1 VERITY_ORACLE_CASES=${MUTATE_ORACLE_CASES:-20} nice -n 10 timeout -s INT -k 30 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" "${names[@]}") \
     >"$dir/mutmut.log" 2>&1 || echo "   (stopped: budget reached or mutmut failed; see $dir/mutmut.log)"
   tail -n 3 "$dir/mutmut.log" | tr '\r' '\n' | tail -n 2

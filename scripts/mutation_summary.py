@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from mutation_equivalents import EQUIVALENT_RULES, NAMED_RULES, SITE_RULES
+
 # mutmut's exit codes (mutmut/stats.py): 1 and 3 killed, 0 survived, timeouts, no tests.
 KILLED = {1, 3, 36, 24, -24, 152, 255}
 SURVIVED = {0}
@@ -82,99 +84,10 @@ def diffs(group_dir: Path) -> dict[str, list[str]]:
     return out
 
 
-#: Changes that cannot alter a result here, each with the reason; a survivor whose whole
-#: change matches one is listed as equivalent. Every other survivor is listed as open.
-EQUIVALENT_RULES: list[tuple[re.Pattern[str], re.Pattern[str], str]] = [
-    (
-        re.compile(r"dtype=np\.int64"),
-        re.compile(r"^(?!.*astype).*(dtype=None|\(.*, \)|, \))"),
-        "numpy's default integer is int64 on this 64-bit Linux, so dropping "
-        "`dtype=np.int64` from `arange`/`full`/`empty` gives the same array",
-    ),
-    (
-        re.compile(r"strict=True"),
-        re.compile(r"strict=(None|False)|, \)|\), \)"),
-        "the zipped sequences are slices or takes of the same rows, equal in length by "
-        "construction; `strict=True` only guards that",
-    ),
-    (
-        re.compile(r"type=pa\.int64\(\)"),
-        re.compile(r"type=None|, \)"),
-        "the indices are a numpy int64 array, from which pyarrow infers int64 anyway",
-    ),
-    (
-        re.compile(r"argsort\((pos|codes), kind=\"stable\"\)"),
-        re.compile(r"argsort\((pos|codes), (kind=(None|\"STABLE\"))?\)"),
-        "numpy reads kind case-insensitively, and the order among equal keys does not matter "
-        "here: final positions are distinct, and a query's judgments are a set",
-    ),
-    (
-        re.compile(r"pa\.array\(list\(mapping\.(keys|values)\(\)\), type=pa\.string\(\)\)"),
-        re.compile(r"pa\.array\(list\(mapping\.(keys|values)\(\)\), (type=None)?\)"),
-        "map_units runs only on a non-empty mapping of strings (evaluate skips an empty "
-        "one), from which pyarrow infers the string type anyway",
-    ),
-]
-
-
-#: Equivalent changes at one site, reasoned one by one: (function, removed, added, reason).
-SITE_RULES: list[tuple[str, str, str, str]] = [
-    (
-        "measures.x__bpref",
-        r"frac = np\.divide\(.*where=denom > 0\)",
-        r"out=None|where=denom >= 0|denom, where=|rel_rows\.size\), \)",
-        "where denom is 0 the query has no judged non-relevant item, so `before` is 0 and "
-        "`term` takes 1.0 without reading `frac`: whatever `np.divide` leaves there is unused",
-    ),
-    (
-        "measures.x__bpref",
-        r"term = np\.where\(before > 0,",
-        r"term = np\.where\(before >= 0,",
-        "when `before` is 0, `frac` is min(0, r)/denom = 0, so 1.0 - frac = 1.0 either way",
-    ),
-    (
-        "measures.x_idcg_at",
-        r"minlength=count,",
-        r"^$",
-        "every scored query has a judgment >= rel_level >= 1, so every segment, the last "
-        "one included, has an ideal gain and bincount is `count` long without minlength",
-    ),
-    (
-        "measures.xǁLabelsǁbuild",
-        r"positive = grades > 0",
-        r"positive = grades >= 0",
-        "grade-0 judgments sort after every positive gain in the ideal ranking and add 0 to "
-        "the IDCG at any cutoff",
-    ),
-    (
-        "measures.xǁSegmentsǁcondensed",
-        r"\.astype\(np\.int64\)",
-        r"\.astype\(None\)",
-        "float64 offsets hold these integers exactly (far below 2**53), and every use "
-        "(searchsorted, subtraction, comparison with k) gives the same numbers",
-    ),
-]
-
-
-SITE_RULES += [
-    (
-        "snapshots.x__live_canonical_lines",
-        r"iterator\(chunk_size=\d+\)",
-        r"iterator\(chunk_size=(None|\d+)\)",
-        "the iterator's chunk size sets how many rows each fetch brings, not which rows",
-    ),
-    (
-        "judgments.x_judge_task",
-        r'\.select_related\("claimed_by", "query", "item"\)',
-        r"\.select_related\(",
-        "select_related only saves queries: a related row it no longer joins loads lazily, "
-        "the same row",
-    ),
-]
-
-
 def classify(name: str, lines: list[str]) -> str | None:
     """The reason a change is equivalent, or None."""
+    if name in NAMED_RULES:
+        return NAMED_RULES[name]
     removed = [line[1:] for line in lines if line.startswith("-")]
     added = [line[1:] for line in lines if line.startswith("+")]
     if len(removed) != 1 or len(added) > 1:

@@ -185,7 +185,7 @@ def evaluate(
     universe = set(q.qids) | set(run.qids) | set(status_map or ())
     excluded: dict[str, str] = {}
     scorable: list[str] = []
-    for qid in universe:
+    for qid in sorted(universe):  # ties of natural_key ("1", "01") in a fixed order
         qi = qrel_index.get(qid)
         reason = exclusion_reason(
             status_map.get(qid) if status_map is not None else None,

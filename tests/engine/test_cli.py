@@ -13,12 +13,13 @@ import json
 import os
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from scoring.engine.cli import run_cli
+from scoring.engine.cli import _NoPandas, main, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -375,3 +376,101 @@ def test_defaults_and_every_option_reach_the_parameters(tmp_path: Path, files) -
     }  # fmt: skip
     assert data["params"]["duplicates_removed"] == 1
     assert _run(*files).stdout.startswith("status: ok\n")  # the table is the default format
+
+
+def test_main_exits_with_run_clis_code_and_hides_pandas(monkeypatch, capsys, files) -> None:
+    """``main`` in this process (the console script's entry point): its exit code is
+    run_cli's, and pandas, which pyarrow would import on its first compute call, looks
+    absent to the command line only."""
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    missing = files[0] + ".missing"
+    for argv, code in (([*files, "--k", "2", "--format", "json"], 0), ([files[0], missing], 2)):
+        monkeypatch.setattr(sys, "argv", ["verity-eval", *argv])
+        with pytest.raises(SystemExit) as info:
+            main()
+        assert info.value.code == code
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["counts"]["scorable"] == 3
+    assert isinstance(sys.meta_path[0], _NoPandas)
+    assert sum(isinstance(f, _NoPandas) for f in sys.meta_path) == 2  # once per call
+    monkeypatch.setitem(sys.modules, "pandas", types.ModuleType("pandas"))
+    with pytest.raises(SystemExit):
+        main()  # pandas already imported by the caller: left alone
+    assert sum(isinstance(f, _NoPandas) for f in sys.meta_path) == 2
+
+    finder = _NoPandas()
+    for name in ("pandas", "pandas.core.frame"):
+        with pytest.raises(ModuleNotFoundError) as missing:
+            finder.find_spec(name)
+        assert str(missing.value) == f"No module named {name!r}" and missing.value.name == name
+    assert finder.find_spec("pandasql") is None and finder.find_spec("numpy") is None
+
+
+def test_table_lists_every_exclusion_or_none(tmp_path: Path, files) -> None:
+    run = tmp_path / "more.trec"
+    run.write_text("A Q0 a 1 1 t\nX Q0 a 1 1 t\nY Q0 a 1 1 t\n")
+    table = _run(files[0], str(run), "--k", "1").stdout
+    line = next(x for x in table.splitlines() if x.startswith("queries: "))
+    assert line.startswith(
+        "queries: 3 scorable; excluded: no_relevant_judgments 1, not_in_qrels 2;"
+    )
+    qrels, one = tmp_path / "q.txt", tmp_path / "one.trec"
+    qrels.write_text("A 0 a 1\n")
+    one.write_text("A Q0 a 1 1 t\n")
+    assert "queries: 1 scorable; excluded: none; " in _run(str(qrels), str(one)).stdout
+
+
+def test_output_goes_to_the_streams_given_or_to_stdout_and_stderr(capsys, files) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert run_cli([*files, "--k", "2", "--format", "json"], out=out, err=err) == 0
+    assert json.loads(out.getvalue())["status"] == "ok" and err.getvalue() == ""
+    missing = files[1] + ".missing"
+    assert run_cli([files[0], missing], out=out, err=err) == 2
+    assert err.getvalue() == f"error: {missing}: No such file or directory\n"
+    assert capsys.readouterr() == ("", "")  # nothing went to the process's streams
+    assert run_cli([*files, "--k", "2", "--format", "json"]) == 0
+    assert run_cli([files[0], missing]) == 2
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)["status"] == "ok"
+    assert printed.err == f"error: {missing}: No such file or directory\n"
+
+
+@pytest.mark.parametrize(
+    ("argv0", "prog"),
+    [("/usr/bin/verity-eval", "verity-eval"), ("/x/scoring/__main__.py", "python -m scoring"),
+     ("-m", "python -m scoring")],
+)  # fmt: skip
+def test_usage_names_the_command_as_it_was_started(monkeypatch, capsys, argv0, prog) -> None:
+    monkeypatch.setattr(sys, "argv", [argv0, "--help"])
+    with pytest.raises(SystemExit):
+        run_cli()
+    assert capsys.readouterr().out.startswith(f"usage: {prog} [-h]")
+
+
+def test_json_is_compact_and_trec_eval_refuses_bounds_in_words(files) -> None:
+    text = _run(*files, "--k", "2", "--format", "json").stdout
+    assert text.startswith('{"status":"ok","params":{"ks":[2],') and '": ' not in text
+    refused = _run(*files, "--format", "trec_eval", "--unjudged", "bounds")
+    assert refused.returncode == 2 and refused.stderr == (
+        "error: --format trec_eval prints one number per measure; --unjudged bounds gives "
+        "intervals: use --format table, json or trec\n"
+    )
+    zero = _run(*files, "--k", "5,0")
+    assert zero.returncode == 2 and "--k values must be positive integers; got '5,0'" in zero.stderr
+
+
+def test_trec_eval_format_notes_departures_and_refuses_an_undefined_mean(tmp_path, files) -> None:
+    proc = _run(*files, "--format", "trec_eval", "--measures", "P_2")
+    assert (
+        proc.returncode == 0
+        and proc.stdout.splitlines()[-1] == "P_2                   \tall\t0.3333"
+    )
+    assert proc.stderr == (
+        "note: 1 queries have no relevant judgment and are left out (trec_eval averages those "
+        "the run ranks in as 0)\n"
+    )
+    qrels = tmp_path / "zero.txt"
+    qrels.write_text("A 0 a 0\n")
+    undefined = _run(str(qrels), files[1], "--format", "trec_eval")
+    assert undefined.returncode == 2 and undefined.stdout == ""
+    assert undefined.stderr == "error: no scorable query, so every mean is undefined\n"

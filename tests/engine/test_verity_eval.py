@@ -7,11 +7,18 @@ this test, which borrows the dependencies of the running one, and the command is
 expected outputs (../shared/conformance: every line of a shared measure must appear
 byte for byte, in the same order), and trec_eval's C code through ``pytrec_eval`` on the
 same files (every value, per query and averaged, to trec_eval's four decimals).
+
+While mutating (``VERITY_MUTATING=1``, set by scripts/mutate.sh) the same checks call
+``run_cli`` in this process instead: an installed copy would not see the mutant, and a
+fresh install per mutant costs seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
+import os
 import random
 import re
 import shutil
@@ -22,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from scoring.engine.cli import run_cli
 from tests.shared_data import need_shared, shared_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +38,11 @@ COUNTS = ("num_ret", "num_rel", "num_rel_ret")
 
 
 @pytest.fixture(scope="session")
-def verity_eval(tmp_path_factory) -> Path:
-    """The ``verity-eval`` script of a fresh ``pip install`` of a copy of the project."""
+def verity_eval(tmp_path_factory) -> Path | None:
+    """The ``verity-eval`` script of a fresh ``pip install`` of a copy of the project
+    (``None`` while mutating: the commands then run in this process)."""
+    if os.environ.get("VERITY_MUTATING") == "1":
+        return None
     base = tmp_path_factory.mktemp("verity-eval")
     source = base / "src"
     source.mkdir()
@@ -61,7 +72,15 @@ def verity_eval(tmp_path_factory) -> Path:
     return script
 
 
-def run_from_tmp(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_from_tmp(script: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
+    if script is None:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = run_cli(list(args), out=out, err=err)
+            except SystemExit as exit_:  # --help
+                code = exit_.code if isinstance(exit_.code, int) else 1
+        return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
     return subprocess.run(
         [str(script), *args], cwd="/tmp", capture_output=True, text=True, timeout=120
     )

@@ -1,0 +1,432 @@
+"""The surviving mutants that cannot change a result, each with the reason (read by
+scripts/mutation_summary.py, which lists them in docs/MUTATION.md as equivalent).
+
+A rule names the change: the line it removes and the one it adds, at one site (a
+function) or anywhere. Keep each reason checkable: say why no input can tell the mutant
+from the code.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Changes that cannot alter a result here, each with the reason; a survivor whose whole
+#: change matches one is listed as equivalent. Every other survivor is listed as open.
+EQUIVALENT_RULES: list[tuple[re.Pattern[str], re.Pattern[str], str]] = [
+    (
+        re.compile(r"dtype=np\.int64"),
+        re.compile(r"^(?!.*astype).*(dtype=None|\(.*, \)|, \))"),
+        "numpy's default integer is int64 on this 64-bit Linux, so dropping "
+        "`dtype=np.int64` from `arange`/`full`/`empty` gives the same array",
+    ),
+    (
+        re.compile(r"strict=True"),
+        re.compile(r"strict=(None|False)|, \)|\), \)"),
+        "the zipped sequences are slices or takes of the same rows, equal in length by "
+        "construction; `strict=True` only guards that",
+    ),
+    (
+        re.compile(r"type=pa\.int64\(\)"),
+        re.compile(r"type=None|, \)"),
+        "the indices are a numpy int64 array, from which pyarrow infers int64 anyway",
+    ),
+    (
+        re.compile(r"argsort\((pos|codes), kind=\"stable\"\)"),
+        re.compile(r"argsort\((pos|codes), (kind=(None|\"STABLE\"))?\)"),
+        "numpy reads kind case-insensitively, and the order among equal keys does not matter "
+        "here: final positions are distinct, and a query's judgments are a set",
+    ),
+    (
+        re.compile(r"pa\.array\(list\(mapping\.(keys|values)\(\)\), type=pa\.string\(\)\)"),
+        re.compile(r"pa\.array\(list\(mapping\.(keys|values)\(\)\), (type=None)?\)"),
+        "map_units runs only on a non-empty mapping of strings (evaluate skips an empty "
+        "one), from which pyarrow infers the string type anyway",
+    ),
+]
+
+
+#: Equivalent changes at one site, reasoned one by one: (function, removed, added, reason).
+SITE_RULES: list[tuple[str, str, str, str]] = [
+    (
+        "measures.x__bpref",
+        r"frac = np\.divide\(.*where=denom > 0\)",
+        r"out=None|where=denom >= 0|denom, where=|rel_rows\.size\), \)",
+        "where denom is 0 the query has no judged non-relevant item, so `before` is 0 and "
+        "`term` takes 1.0 without reading `frac`: whatever `np.divide` leaves there is unused",
+    ),
+    (
+        "measures.x__bpref",
+        r"term = np\.where\(before > 0,",
+        r"term = np\.where\(before >= 0,",
+        "when `before` is 0, `frac` is min(0, r)/denom = 0, so 1.0 - frac = 1.0 either way",
+    ),
+    (
+        "measures.x_idcg_at",
+        r"minlength=count,",
+        r"^$",
+        "every scored query has a judgment >= rel_level >= 1, so every segment, the last "
+        "one included, has an ideal gain and bincount is `count` long without minlength",
+    ),
+    (
+        "measures.xǁLabelsǁbuild",
+        r"positive = grades > 0",
+        r"positive = grades >= 0",
+        "grade-0 judgments sort after every positive gain in the ideal ranking and add 0 to "
+        "the IDCG at any cutoff",
+    ),
+    (
+        "measures.xǁSegmentsǁcondensed",
+        r"\.astype\(np\.int64\)",
+        r"\.astype\(None\)",
+        "float64 offsets hold these integers exactly (far below 2**53), and every use "
+        "(searchsorted, subtraction, comparison with k) gives the same numbers",
+    ),
+]
+
+
+SITE_RULES += [
+    (
+        "snapshots.x__live_canonical_lines",
+        r"iterator\(chunk_size=\d+\)",
+        r"iterator\(chunk_size=(None|\d+)\)",
+        "the iterator's chunk size sets how many rows each fetch brings, not which rows",
+    ),
+    (
+        "judgments.x_judge_task",
+        r'\.select_related\("claimed_by", "query", "item"\)',
+        r"\.select_related\(",
+        "select_related only saves queries: a related row it no longer joins loads lazily, "
+        "the same row",
+    ),
+]
+
+
+# The readers' fast path (pyarrow) either reads a file or declines and hands it to the
+# careful reader; tests pin that clean files are read fast and that both paths agree. A
+# change that only moves where that line falls, for files both paths read the same, or
+# only sets how the work is chunked, cannot change a result.
+_SAME_EITHER_PATH = (
+    "a longer, shorter or unbounded head only changes which path reads a file whose first "
+    "line is longer than 64 KiB, and both paths read such a file alike"
+)
+SITE_RULES += [
+    (
+        "common.x__decode",
+        r'decode\("utf-8"\)',
+        r'decode\("UTF-8"\)',
+        "Python looks codec names up case-insensitively",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r"head = fh\.read\(1 << 16\)",
+        r"fh\.read\((None|2 << 16|1 << 17)\)",
+        _SAME_EITHER_PATH,
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r'first = head\.split\(b"\\n", 1\)\[0\]',
+        r'head\.split\(b"\\n", (2)?\)\[0\]',
+        "the first piece of a split is the same whatever the number of splits allowed",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r'if b"\\t" in first and b" " not in first:|elif b" " in first and b"\\t" not in first:',
+        r'first or b|b"XX \\?t?XX" not in first|b"XX\\tXX" not in first|b"XX XX" not in first',
+        "a first line holding both a tab and a space is declined anyway, when the scan of the "
+        "file finds the other separator, and one holding neither splits into one field",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r"while block := fh\.read\(_BLOCK\):",
+        r"fh\.read\(None\)",
+        "reading the file in one block scans the same bytes",
+    ),
+    (
+        "common.x__read_table",
+        r"block_size=1 << 24",
+        r"block_size=(None|2 << 24|1 << 25)|column_names=names, \)",
+        "the block size sets how pyarrow chunks the columns, and every later step takes "
+        "chunked columns (dictionaries unified, keys hashed chunk by chunk)",
+    ),
+    (
+        "common.x__read_table",
+        r"quote_char=False, double_quote=False, escape_char=False",
+        r"double_quote=(None|True)|escape_char=None|double_quote=False, \)"
+        r"|quote_char=False, escape_char=False",
+        "with quote_char=False pyarrow does no quoting, so double_quote never applies, and "
+        "escape_char=None (or left out) is its default, False",
+    ),
+    (
+        "common.x__read_table",
+        r"include_columns=include,",
+        r"include_columns=None,|^$",
+        "both readers include every column they name, which is what None (all) reads",
+    ),
+    (
+        "common.x__read_table",
+        r"strings_can_be_null=False,",
+        r"strings_can_be_null=(None|True),|^$",
+        "with null_values=[] no value spells null, so whether strings may be null changes "
+        "nothing (and quoting is off)",
+    ),
+    (
+        "qrels.x__read_qrels_fast",
+        r"np\.bincount\(codes, minlength=len\(qids\)\)",
+        r"np\.bincount\(codes, \)",
+        "every query id comes from the rows, so every query has a row and the counts are "
+        "len(qids) long anyway",
+    ),
+    (
+        "trec_run.x__read_trec_run_fast",
+        r"np\.bincount\(codes, minlength=len\(qids\)\)",
+        r"np\.bincount\(codes, \)",
+        "every query id comes from the rows, so every query has a row and the counts are "
+        "len(qids) long anyway",
+    ),
+    (
+        "trec_run.x__drop_rows",
+        r"minlength=nq\)",
+        r"keep_final\], \)",
+        "dedup keeps each query's first row, so no query loses every row and the counts are "
+        "nq long anyway",
+    ),
+    (
+        "trec_run.x__scores_sorted",
+        r"^return True$|if not bool\(\(codes\[1:\] >= codes\[:-1\]\)\.all\(\)\):"
+        r"|return not bool\(\(same & \(scores",
+        r"^return False$|if not bool\(None\):|codes\[1:\] > codes\[:-1\]|same \| \(",
+        "these only call rows that are in order unsorted, which sends them through the sort: "
+        "sorting rows already in trec_eval's order leaves them where they are",
+    ),
+    (
+        "x__read_qrels_slow",
+        r"data_lines \+= 1",
+        r"data_lines (= 1|-= 1|\+= 2)",
+        "the count is only compared with 0, and after a data line it is non-zero either way",
+    ),
+    (
+        "x__read_trec_run_slow",
+        r"data_lines \+= 1",
+        r"data_lines (= 1|-= 1|\+= 2)",
+        "the count is only compared with 0, and after a data line it is non-zero either way",
+    ),
+    (
+        "statuses.x_read_statuses",
+        r"count \+= 1",
+        r"count (= 1|-= 1|\+= 2)",
+        "the count is only compared with 0, and after a data line it is non-zero either way",
+    ),
+    (
+        "mapping.x_read_mapping",
+        r'line = raw\.rstrip\(b"\\r\\n"\)',
+        r'raw\.lstrip\(b"\\r\\n"\)',
+        "both fields are stripped after the split, so a line end left on the last one "
+        "changes nothing, and no line starts with a line end",
+    ),
+]
+
+
+SITE_RULES += [
+    (
+        "params.x_split_measure",
+        r'name\.partition\("@"\)',
+        r'name\.rpartition\("@"\)',
+        "every name that reaches it is resolved, with exactly one '@'",
+    ),
+    (
+        "params.x__measure_sort_key",
+        r'name\.partition\("@"\)',
+        r'name\.rpartition\("@"\)',
+        "every name that reaches it is resolved, with exactly one '@'",
+    ),
+    (
+        "params.x__measure_sort_key",
+        r"return \(1, 0, RANK_MEASURES",
+        r"return \((2, 0|1, 1), ",
+        "every whole-ranking measure gets the same first two key parts, which still sort "
+        "after every cutoff measure's (0, k, ...)",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"if n == 0 or len\(qrels\) == 0 or not bool",
+        r"if n == 0 or len\(qrels\) == 0 and not|if n == 0 and len\(qrels\) == 0 or not",
+        "a shortcut: when it is not taken, no judgment of a joined query meets a run row, and "
+        "the join below returns the same all-unjudged grades",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"if len\(run\.qids\) >= MAX_KEYED_QUERIES:",
+        r"if len\(run\.qids\) > MAX_KEYED_QUERIES:",
+        "with exactly 2**24 queries the largest query code, 2**24 - 1, still fits the key, and "
+        "the keyed and exact joins give the same grades",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"np\.full\(len\(qrels\.qids\), -1,",
+        r"np\.full\(len\(qrels\.qids\), -2,",
+        "only the sign is read (jq >= 0): any negative marks a query not joined",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r'qorder = np\.argsort\(qkey, kind="stable"\)',
+        r'argsort\(qkey, (kind=(None|"STABLE"))?\)',
+        "the keys are distinct whenever the keyed join goes on (equal ones send it to the "
+        "exact join), so no sort order among equal keys is ever used",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"if qsorted\.size > 1 and bool",
+        r"if qsorted\.size > 1 or bool|if qsorted\.size >= 1 and bool",
+        "it can only send more joins to the exact one, which gives the same grades",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"bitmap = np\.zeros\(_BITMAP_SIZE, dtype=bool\)",
+        r"np\.zeros\(_BITMAP_SIZE, (dtype=None)?\)",
+        "a float bitmap holds 1.0 where the bool one holds True, and flatnonzero finds the "
+        "same rows",
+    ),
+]
+
+#: Changes on a ``def`` line (a default value), which the diffs above do not show.
+NAMED_RULES: dict[str, str] = {
+    "scoring.engine.tables.xǁRunǁiter_rankings__mutmut_1": "the default batch (500 to 501) "
+    "bounds how many rankings' strings are built at once, not what is yielded",
+}
+
+SITE_RULES += [
+    (
+        "evaluate.x_natural_key",
+        r"\(0, int\(part\)\) if part\.isdigit\(\) else \(1, part\)",
+        r"else \(2, part\)|re\.split\(r\"\(\\d\+\)\", text\)$",
+        "text parts still sort after number parts ((2, s) as (1, s)), and the empty strings "
+        "re.split leaves stand only before a leading or after a trailing number, where '' "
+        "sorts first exactly as the shorter key does (no difference on 200,000 random pairs)",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r'if not n\.startswith\("hits@"\)',
+        r'"XXhits@XX"|"HITS@"',
+        "free is read only for the measure names asked for, and no measure name starts with hits@",
+    ),
+]
+
+SITE_RULES += [
+    (
+        "measures.x_compute",
+        r"\.astype\(np\.float64\)",
+        r"\.astype\(None\)",
+        "astype(None) is float64, numpy's default float",
+    ),
+    (
+        "measures.x_compute",
+        r"prow = np\.flatnonzero\(g > 0\)",
+        r"prow = np\.flatnonzero\(g >= 0\)",
+        "a grade-0 row adds 0 / log2(rank + 1) = 0 to the DCG",
+    ),
+    (
+        "measures.x_compute",
+        r"np\.divide\(dcg, idcg, out=np\.zeros\(n\), where=idcg > 0\)",
+        r"out=None|where=idcg >= 0|idcg, where=|out=np\.zeros\(n\), \)",
+        "every scored query has a judgment >= rel_level >= 1, so idcg > 0 everywhere and "
+        "the guard never masks a value",
+    ),
+    (
+        "measures.xǁLabelsǁbuild",
+        r"num_nonrel=np\.bincount\(seg_of_judgment\[nonrel\], minlength=count\)\.astype",
+        r"\.astype\(None\)",
+        "num_nonrel only enters bpref's float arithmetic, where 3.0 and 3 give the same",
+    ),
+    (
+        "measures.xǁLabelsǁbuild",
+        r"num_rel=np\.bincount\(seg_of_judgment\[rel\], minlength=count\)",
+        r"num_rel=np\.bincount\(seg_of_judgment\[rel\], \)",
+        "every scored query has a judgment >= rel_level, so the last segment has one and "
+        "bincount is `count` long without minlength",
+    ),
+]
+
+SITE_RULES += [
+    (
+        "cli.x__with_whole_ranking_recall",
+        r"whole = max\(1, int\(lengths\.max\(\)\) if lengths\.size else 1\)",
+        r"max\(2, |if \(lengths\.size\) or True else|if lengths\.size else 2\)",
+        "a run read from a file has a query, so lengths is never empty; and any cutoff at "
+        "or past the longest ranking (max(2, n) included) counts the same hits",
+    ),
+    (
+        "cli.x__with_whole_ranking_recall",
+        r"params\.measure_names\(with_evidence=False\)",
+        r"with_evidence=(None|True)\)",
+        "only the measures asked for (named apart, without Evidence) are printed, and "
+        "Evidence has no trec_eval name",
+    ),
+    (
+        "trec_eval_format.x__order",
+        r"if base in TREC_EVAL_ORDER and k\.isdigit\(\):",
+        r"if base in TREC_EVAL_ORDER or k\.isdigit\(\):",
+        "every printed name either has a known base and a number after its last '_' or has "
+        "neither (map, Rprec, bpref, recip_rank), so 'or' picks the same branch",
+    ),
+    (
+        "trec_eval_format.x__order",
+        r"return TREC_EVAL_ORDER\.index\(name\), 0",
+        r"return TREC_EVAL_ORDER\.index\(name\), 1",
+        "a whole-ranking name never shares its first key with another printed name, so the "
+        "second key is never compared",
+    ),
+]
+
+SITE_RULES += [
+    (
+        "cli.x_build_parser",
+        r'^default="table",$',
+        r'^default=(None|"XXtableXX"|"TABLE"),$|^$',
+        "run_cli prints the table for any format other than json, trec and trec_eval, so "
+        "the table is printed whatever this default holds",
+    ),
+    (
+        "cli.x_run_cli",
+        r"^stage=args\.stage,$",
+        r"^stage=None,$|^$",
+        "the run is read with args.stage, and evaluate records the run's own stage: the "
+        "parameter only re-checks what read_run already chose",
+    ),
+    (
+        "cli.x_run_cli",
+        r"asked = params\.measure_names\(with_evidence=False\)",
+        r"with_evidence=(None|True)\)",
+        "asked names what --format trec_eval prints, and Evidence has no trec_eval name",
+    ),
+    (
+        "cli.x_run_cli",
+        r"json\.dumps\(result\.to_dict\(\), allow_nan=False,",
+        r"allow_nan=(None|True), |to_dict\(\), separators=",
+        "no value in a result is NaN or infinite (an undefined mean is None), so allow_nan "
+        "never matters",
+    ),
+    (
+        "cli.x_run_cli",
+        r"exc\.filename or ''",
+        r"exc\.filename or 'XXXX'",
+        "every OSError here comes from opening a named file, whose name is set",
+    ),
+    (
+        "trec_eval_format.x_departures",
+        r'no_rel = c\["excluded"\]\.get\("no_relevant_judgments", 0\)',
+        r'"no_relevant_judgments", (None)?\)',
+        "only its truth is read (if no_rel), and None is as false as 0",
+    ),
+]
+
+NAMED_RULES.update(
+    {
+        "scoring.engine.cli.x_build_parser__mutmut_1": "the default prog is never used: "
+        "run_cli always passes the name it was started under",
+        "scoring.engine.cli.x_build_parser__mutmut_2": "the default prog is never used: "
+        "run_cli always passes the name it was started under",
+        "scoring.engine.tables.x__later_duplicates_exact__mutmut_16": "the zipped sequences "
+        "are takes of the same rows, equal in length by construction; strict=True only "
+        "guards that",
+    }
+)

@@ -1,0 +1,97 @@
+"""Columnar qrels and runs at their edges: empty inputs, one-row runs, queries the join must
+leave alone, and hash keys that collide in chosen ways (a collision may cost time, never
+change a number)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from scoring.engine import EngineInputError, EvalParams, Qrels, Run, evaluate, read_run, tables
+
+
+def _chosen_hashes(monkeypatch: pytest.MonkeyPatch, hashes: dict[str, int]) -> None:
+    """Hash each id to the value given (shifted into the bits the keys keep)."""
+
+    def fake(arr: pa.Array) -> np.ndarray:
+        return np.array([hashes[s] << 30 for s in arr.to_pylist()], dtype=np.uint64)
+
+    monkeypatch.setattr(tables, "_hash_chunk", fake)
+
+
+def test_no_chunks_hash_to_an_empty_key_array() -> None:
+    empty = tables.hash_ids(pa.chunked_array([], type=pa.string()))
+    assert empty.dtype == np.uint64 and empty.size == 0
+
+
+def test_string_pairs_are_compared_one_by_one() -> None:
+    ids = pa.array(["a", "b", "a", "c"])
+    assert tables._equal_pairs(ids, np.array([0]), ids, np.array([2])) is True
+    assert tables._equal_pairs(ids, np.array([0]), ids, np.array([1])) is False
+    assert tables._equal_pairs(ids, np.array([0, 1]), ids, np.array([2, 3])) is False
+    assert tables._equal_pairs(ids, np.array([], dtype=np.int64), ids, np.array([])) is True
+
+
+def test_colliding_ids_are_not_duplicates(tmp_path: Path, monkeypatch) -> None:
+    _chosen_hashes(monkeypatch, {"a": 7, "b": 7, "c": 9})
+    path = tmp_path / "run.trec"
+    path.write_text("q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 c 3 1 t\n")
+    run = read_run(path, dedup="first")
+    assert run.to_mapping() == {"q": ["a", "b", "c"]} and run.duplicates_removed == 0
+    mapped, collapsed = run.map_units({"z": "y"})
+    assert collapsed == 0 and mapped.to_mapping() == {"q": ["a", "b", "c"]}
+
+
+@pytest.mark.parametrize(
+    "hashes",
+    [{"a": 7, "b": 7, "x": 1}, {"a": 1, "b": 7, "x": 7}, {"a": 3, "b": 7, "x": 5}],
+    ids=["first-pair", "later-pair", "none"],
+)
+def test_colliding_judgments_still_join_exactly(monkeypatch, hashes: dict[str, int]) -> None:
+    _chosen_hashes(monkeypatch, hashes)
+    qrels = Qrels.from_mapping({"q": {"a": 1, "b": 2, "x": 3}})
+    run = Run.from_mapping({"q": ["b", "a", "x"]})
+    grades = tables.qrels_grades_for_run(run, qrels, np.array([0]))
+    assert grades.tolist() == [2, 1, 3] and grades.dtype == np.int32
+
+
+def test_a_one_row_run_is_joined() -> None:
+    qrels = Qrels.from_mapping({"q": {"a": 2}})
+    grades = tables.qrels_grades_for_run(Run.from_mapping({"q": ["a"]}), qrels, np.array([0]))
+    assert grades.tolist() == [2] and grades.dtype == np.int32
+    result = evaluate({"q": {"a": 2}}, {"q": ["a"]}, EvalParams(ks=(1,), measures=("P", "nDCG")))
+    assert result.per_query["q"]["P@1"] == 1.0 and result.per_query["q"]["nDCG@1"] == 1.0
+
+
+def test_judgments_of_queries_not_joined_never_reach_a_run_query() -> None:
+    qrels = Qrels.from_mapping({"q1": {"a": 1}, "q2": {"c": 1}, "x": {"b": 3}})
+    run = Run.from_mapping({"q1": ["a"], "q2": ["b", "c"]})
+    grades = tables.qrels_grades_for_run(run, qrels, np.array([0, 1]))
+    assert grades.tolist() == [1, -1, 1]  # b is judged for x only, which is not joined
+
+
+def test_a_unit_map_that_collapses_rows_keeps_the_empty_rankings_after() -> None:
+    run = Run.from_mapping({"q1": ["a", "b", "c"], "q2": []})
+    mapped, collapsed = run.map_units({"b": "a"})
+    assert collapsed == 1
+    assert mapped.to_mapping() == {"q1": ["a", "c"], "q2": []}
+    assert mapped.offsets.tolist() == [0, 2, 2]
+
+
+def test_qrels_from_a_mapping_check_every_id_and_keep_their_source() -> None:
+    default = Qrels.from_mapping({"q": {}})
+    assert default.source == "qrels" and default.docids.type == pa.string() and len(default) == 0
+    named = Qrels.from_mapping({"q": {"a": 1}}, source="memory")
+    assert named.source == "memory" and named.to_mapping() == {"q": {"a": 1}}
+    with pytest.raises(EngineInputError) as info:
+        Qrels.from_mapping({"": {"a": 1}, 3: {"a": 1}, "q": {"": 1, "b": True, "c": 1}})
+    assert info.value.errors == [
+        "qrels: query id '' must be a non-empty string",
+        "qrels: query id 3 must be a non-empty string",
+        "qrels: query 'q': item id '' must be a non-empty string",
+        "qrels: query 'q', item 'b': grade True is not an integer; use whole-number grades "
+        "(-1 = pooled but unjudged)",
+    ]
