@@ -68,6 +68,9 @@ def test_a_large_upload_answers_202_with_location_then_the_job_shows_the_run(
         "newly_queued": 1,
         "placeholders_created": 0,
         "queries_not_in_collection": [],
+        "unknown_query_ids": 0,
+        "unknown_query_lines_skipped": 0,
+        "unknown_item_ids": 0,
     }
     assert "pool depth 10: 1 unjudged items found, 1 new to the review queue" in " ".join(
         job["result"]["details"]
