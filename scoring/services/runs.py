@@ -4,6 +4,7 @@ pools for review."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from django.db.models import Value
 from jobs.progress import Progress
 from judgments.models import Collection, Item, Judgment, Query
 from judgments.services import InvariantError, queue_unjudged
+from verity_limits import SLUG_MAX
 
 from .. import engine
 from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
@@ -113,6 +115,11 @@ def import_run(
     import numpy as np  # here, not at the top: every process imports the services
 
     progress = progress or Progress()
+    if not _RUN_NAME.fullmatch(name):
+        raise InvariantError(
+            f"run name {name[:40]!r} must be 1 to {SLUG_MAX} letters, digits, '-' or '_', "
+            "e.g. bm25-2024-06"
+        )
     if Run.objects.filter(collection=collection, name=name).exists():
         raise _name_taken(collection, name)
     if order not in (OrderRule.SCORE, OrderRule.RANK):
@@ -201,6 +208,9 @@ def import_run(
         progress=progress,
     )
     return report
+
+
+_RUN_NAME = re.compile(rf"[-a-zA-Z0-9_]{{1,{SLUG_MAX}}}")
 
 
 def _name_taken(collection: Collection, name: str) -> InvariantError:

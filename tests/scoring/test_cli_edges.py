@@ -104,3 +104,10 @@ def test_a_closed_pipe_ends_the_command_quietly(argv):
     err = process.stderr.read().decode()
     assert process.wait(timeout=120) == 141
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+@pytest.mark.parametrize("name", ["a" * 101, "two words", "bm25\x00", ""])
+def test_a_run_name_that_does_not_fit_is_refused_by_the_service(recall_example, run_command, name):
+    with pytest.raises(CommandError, match=r"run name .* must be 1 to 100 letters"):
+        run_command("import_run", "recall-example", RECALL_EXAMPLE / "run.trec", "--name", name)
+    assert not Run.objects.exists()
