@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.urls import path
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
@@ -110,7 +111,12 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
 
 @extend_schema(tags=["judges"])
 class CalibrationView(JudgeScoped, APIView):
-    @extend_schema(summary="The judge's calibration report against the human labels.")
+    @extend_schema(
+        summary="The judge's calibration report against the human labels.",
+        description="pairs, kappa, kappa_quadratic, alpha_ordinal (null with a reason where "
+        "undefined), confusion, bias, interval, per_pair [[qid, item, model, human], …].",
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, slug: str, judge: str) -> Response:
         return Response(calibration_of(self.collection, self.judge().name))
 
