@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_bench import generate  # noqa: E402
+from engine_bench import MEASURES, generate  # noqa: E402
 
 SLUG = "runbench"
 SCALE = [
@@ -141,7 +141,19 @@ def db_size(db: str, where: str, args: argparse.Namespace) -> float:
     return int(out.stdout.strip()) / 1e9
 
 
-def bench_one(db: str, args: argparse.Namespace, run_path: Path, bundle: Path) -> None:
+def scorer_time(args: argparse.Namespace, run_path: Path, qrels_path: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GB) of ``python -m scoring`` on the same run, with the
+    engine bench's measures: the yardstick the import is compared with, in the same run."""
+    cmd = [sys.executable, "-m", "scoring", str(qrels_path), str(run_path), "--k", "10,100"]
+    cmd += ["--measures", ",".join(MEASURES), "--format", "json"]
+    env = {**os.environ, "PYTHONPATH": str(args.root)}
+    wall, _, rss, _ = timed(env, args.root, cmd)
+    return wall, rss
+
+
+def bench_one(
+    db: str, args: argparse.Namespace, run_path: Path, bundle: Path, qrels_path: Path
+) -> None:
     env_cm = (
         postgres_env(args.pg_host, args.pg_port, args.pg_user) if db == "postgres" else sqlite_env()
     )
@@ -164,6 +176,12 @@ def bench_one(db: str, args: argparse.Namespace, run_path: Path, bundle: Path) -
         print(
             f"import_run: wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss:.2f} GB; "
             f"database {size:.2f} GB (load average {os.getloadavg()[0]:.1f})"
+        )
+        scorer, scorer_rss = scorer_time(args, run_path, qrels_path)
+        print(
+            f"python -m scoring on the same run: wall {scorer:.1f} s, peak RSS "
+            f"{scorer_rss:.2f} GB; import_run / scorer: wall {wall / scorer:.1f}x "
+            f"(load average {os.getloadavg()[0]:.1f})"
         )
         if args.profile:
             print(f"profile ({prof}), top 25 by cumulative time:")
@@ -205,7 +223,7 @@ def main() -> None:
     items, judgments = write_bundle(bundle, qrels_path, args.queries, args.judged)
     print(f"collection: {args.queries} queries, {items} items, {judgments} judgments ({bundle})")
     for db in ("postgres", "sqlite") if args.db == "both" else (args.db,):
-        bench_one(db, args, run_path, bundle)
+        bench_one(db, args, run_path, bundle, qrels_path)
 
 
 if __name__ == "__main__":

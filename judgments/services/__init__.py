@@ -27,6 +27,7 @@ from .judgments import (
     undo_judgment_change,
 )
 from .members import set_adjudicator, set_member_role, set_membership
+from .pooling import PoolOutcome, pool_items
 from .queries import (
     normalize_evidence,
     set_evidence_condition,
@@ -53,6 +54,7 @@ __all__ = [
     "ImportReport",
     "InvariantError",
     "JudgmentConflict",
+    "PoolOutcome",
     "UndoneChange",
     "VerityError",
     "adjudicate",
@@ -64,6 +66,7 @@ __all__ = [
     "import_collection_data",
     "judge_task",
     "normalize_evidence",
+    "pool_items",
     "queue_unjudged",
     "record_assessment",
     "record_judgment",

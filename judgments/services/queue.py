@@ -5,23 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from ..locks import share_collection
 from ..models import (
     Assessment,
     Collection,
-    Judgment,
     Query,
     ReviewTask,
     TaskSkip,
-    TaskSource,
     TaskStatus,
 )
 from ._common import User
 from .errors import InvariantError
+from .pooling import queue_pairs
 
 
 def task_priority(*, best_rank: int | None, n_sources: int) -> int:
@@ -43,102 +41,14 @@ def queue_unjudged(
     favours the number of sources, then the best rank. A judged pair is never queued.
     Returns (unjudged pairs seen, tasks newly created). Atomic; safe to run concurrently
     with another queueing of the same pairs (one task each, every source counted).
-    Ids go into IN clauses: callers pass a few hundred queries' pairs at a time.
+    Set-based (``pooling.queue_pairs``): any number of pairs costs a few statements.
     """
-    wanted: dict[tuple[int, int], int | None] = {}
-    for query_id, item_id, rank in pairs:
-        key = (query_id, item_id)
-        old = wanted.get(key)
-        if key not in wanted or (rank is not None and (old is None or rank < old)):
-            wanted[key] = rank
-    if not wanted:
-        return 0, 0
-    share_collection(collection.pk)
-    # The slots follow the stored setting, not the caller's copy of the collection.
-    collection.assessors_per_item = Collection.objects.values_list(
-        "assessors_per_item", flat=True
-    ).get(pk=collection.pk)
-    query_ids = {q for q, _ in wanted}
-    # Lock the queries (in pk order, as every service does) so that no judgment of these
-    # pairs commits between reading the judged pairs and queueing the rest.
-    list(Query.objects.filter(pk__in=query_ids).order_by("pk").select_for_update().values("pk"))
-    judged = set(Judgment.objects.filter(query_id__in=query_ids).values_list("query_id", "item_id"))
-    unjudged = {k: r for k, r in wanted.items() if k not in judged}
-
-    def read_tasks() -> dict[tuple[int, int], int]:
-        return {
-            (q, i): pk
-            for pk, q, i in ReviewTask.objects.filter(query_id__in=query_ids, slot=1).values_list(
-                "pk", "query_id", "item_id"
-            )
-        }
-
-    tasks = read_tasks()
-    while True:
-        new_tasks = [
-            ReviewTask(
-                collection=collection,
-                query_id=query_id,
-                item_id=item_id,
-                source=source,
-                best_rank=rank,
-                priority=task_priority(best_rank=rank, n_sources=1),
-            )
-            for (query_id, item_id), rank in sorted(unjudged.items())  # one order: no deadlock
-            if (query_id, item_id) not in tasks
-        ]
-        try:
-            with transaction.atomic():
-                created = ReviewTask.objects.bulk_create(new_tasks, batch_size=2000)
-            break
-        except IntegrityError:
-            # Another transaction queued some of these pairs first; the insert waited for
-            # it to commit, so a fresh read finds its tasks. Insert only the rest.
-            known = len(tasks)
-            tasks = read_tasks()
-            if len(tasks) == known:
-                raise
-    tasks.update({(t.query_id, t.item_id): t.pk for t in created})
-    # Lock the tasks (in pk order) before reading their sources, so that a concurrent
-    # queueing of the same pairs counts this one's sources in the priority, not only its own.
-    affected = list(
-        ReviewTask.objects.filter(pk__in=[tasks[k] for k in unjudged])
-        .order_by("pk")
-        .select_for_update()
-        .only("id", "query_id", "item_id", "best_rank", "priority", "status")
+    outcome = queue_pairs(
+        collection=collection,
+        rows=((query_id, item_id, rank, 0) for query_id, item_id, rank in pairs),
+        labels=[source],
     )
-    known_sources = {
-        s.task_id: s
-        for s in TaskSource.objects.filter(task_id__in=[t.pk for t in affected], label=source)
-    }
-    fresh_sources, better_sources = [], []
-    for task in affected:
-        rank = unjudged[(task.query_id, task.item_id)]
-        known = known_sources.get(task.pk)
-        if known is None:
-            fresh_sources.append(TaskSource(task=task, label=source, rank=rank))
-        elif rank is not None and (known.rank is None or rank < known.rank):
-            known.rank = rank
-            better_sources.append(known)
-    TaskSource.objects.bulk_create(fresh_sources, batch_size=2000)
-    TaskSource.objects.bulk_update(better_sources, ["rank"], batch_size=2000)
-    stats = {
-        row["task_id"]: row
-        for row in TaskSource.objects.filter(task_id__in=[t.pk for t in affected])
-        .values("task_id")
-        .annotate(best=Min("rank"), n=Count("id"))
-    }
-    changed = []
-    for task in affected:
-        row = stats[task.pk]
-        priority = task_priority(best_rank=row["best"], n_sources=row["n"])
-        if (task.best_rank, task.priority) != (row["best"], priority):
-            task.best_rank, task.priority = row["best"], priority
-            changed.append(task)
-    ReviewTask.objects.bulk_update(changed, ["best_rank", "priority"], batch_size=2000)
-    if collection.has_overlap:
-        _fill_slots(collection, affected)
-    return len(unjudged), len(created)
+    return outcome.unjudged, outcome.queued
 
 
 def _fill_slots(collection: Collection, first_slots: list[ReviewTask]) -> None:

@@ -4,18 +4,18 @@ pools for review."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Value
 
 from jobs.progress import Progress
-from judgments.models import Collection, Item, Judgment, Query
-from judgments.services import InvariantError, queue_unjudged
+from judgments.models import Collection, Query
+from judgments.services import InvariantError, pool_items
 from verity_limits import SLUG_MAX
 
 from .. import engine
@@ -29,6 +29,61 @@ from .run_ids import UnknownIds, check_unknown_items, check_unknown_queries
 # Python, escaping each '"' with a regex callback: ~5x slower for a 10M-line run (see
 # bench/README.md, "Run import").
 _ITEMS = RankedList._meta.get_field("items")
+PROGRESS_LINES = 1_000_000  # COPY reports its progress every million ids
+_JSON = json.JSONEncoder(separators=(",", ":")).encode  # the C encoder, built once
+
+
+class _ListWriter:
+    """Stores one stage's ranked lists: ``COPY`` on PostgreSQL (the server parses each
+    list's JSON; no statement is built per batch), batched inserts elsewhere."""
+
+    def __init__(self, stage: RunStage, progress: Progress) -> None:
+        self.stage, self.progress = stage, progress
+        self.rows: list[RankedList] = []
+        self.lines = 0
+        self.copy: Any = None
+
+    def __enter__(self) -> _ListWriter:
+        if connection.vendor == "postgresql":
+            self._cursor = connection.cursor()
+            table = RankedList._meta.db_table
+            # Kept: psycopg's copy() is a generator-based context manager.
+            self._copy_cm = self._cursor.cursor.copy(
+                f"COPY {table} (stage_id, query_id, items, abstained) FROM STDIN"
+            )
+            self.copy = self._copy_cm.__enter__()
+        return self
+
+    def add(self, qid: str, items: list[str], *, abstained: bool) -> None:
+        self.lines += len(items)
+        if self.copy is not None:
+            self.copy.write_row((self.stage.pk, qid, _JSON(items), abstained))
+            if self.lines >= PROGRESS_LINES:
+                self._flush()
+            return
+        self.rows.append(
+            RankedList(
+                stage=self.stage,
+                query_id=qid,
+                items=Value(items, output_field=_ITEMS),
+                abstained=abstained,
+            )
+        )
+        if len(self.rows) >= BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.rows:
+            RankedList.objects.bulk_create(self.rows)
+        self.progress.advance(self.lines)
+        self.rows, self.lines = [], 0
+
+    def __exit__(self, *exc: object) -> None:
+        if self.copy is not None:
+            self._copy_cm.__exit__(*exc)
+            self._cursor.close()
+        if exc[0] is None:
+            self._flush()
 
 
 def file_sha256(path: Path) -> str:
@@ -158,7 +213,8 @@ def import_run(
     report = RunImportReport(run=run, stages=[], unknown=unknown)
     depth = collection.pool_depth if pool_depth is None else pool_depth
     report.pool_depth = depth
-    pooled: dict[str, list[tuple[str, str, int]]] = {}  # stage -> (qid, item, rank)
+    pooled: list[tuple[int, str, int, int]] = []  # (query pk, item id, rank, stage index)
+    labels: list[str] = []
     progress.phase("storing ranked lists", sum(len(s) for s in stages))
     for position, stage_run in enumerate(stages):
         stage_name = stage_run.stage or "default"
@@ -173,40 +229,31 @@ def import_run(
             n_rows=int(lengths.sum()),
         )
         report.stages.append(stage)
-        rows: list[RankedList] = []
-        lines = 0
-        pool = pooled.setdefault(stage_name, [])
-        for qid, items in stage_run.iter_rankings():
-            if qid in skipped:
-                continue
-            rows.append(
-                RankedList(
-                    stage=stage,
-                    query_id=qid,
-                    items=Value(items, output_field=_ITEMS),
-                    abstained=qid in stage_run.abstained,
-                )
-            )
-            if qid in query_pks:
-                pool.extend((qid, item, rank) for rank, item in enumerate(items[:depth], 1))
-            lines += len(items)
-            if len(rows) >= BATCH:
-                RankedList.objects.bulk_create(rows)
-                progress.advance(lines)
-                rows, lines = [], 0
-        RankedList.objects.bulk_create(rows)
-        progress.advance(lines)
+        labels.append(f"run {name}" if stage_name == "default" else f"run {name} / {stage_name}")
+        with _ListWriter(stage, progress) as lists:
+            for qid, items in stage_run.iter_rankings():
+                if qid in skipped:
+                    continue
+                lists.add(qid, items, abstained=qid in stage_run.abstained)
+                query_pk = query_pks.get(qid)
+                if query_pk is not None:
+                    pooled.extend(
+                        (query_pk, item, rank, position)
+                        for rank, item in enumerate(items[:depth], 1)
+                    )
     run_qids = {q for s in stages for q in s.qids}
     report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
-    _pool_unjudged(
+    progress.phase("pooling unjudged items")
+    outcome = pool_items(
         collection=collection,
-        run=run,
-        pooled=pooled,
-        query_pks=query_pks,
-        report=report,
-        path=path,
-        progress=progress,
+        rows=pooled,
+        labels=labels,
+        check_missing=lambda missing: check_unknown_items(
+            collection=collection, path=path, missing=missing
+        ),
     )
+    report.placeholders_created = report.unknown.item_ids = len(outcome.placeholders)
+    report.unjudged_found, report.newly_queued = outcome.unjudged, outcome.queued
     return report
 
 
@@ -218,55 +265,3 @@ def _name_taken(collection: Collection, name: str) -> InvariantError:
         f"collection '{collection.slug}' has a run named '{name}' already; runs never "
         "change, so pick another name"
     )
-
-
-def _pool_unjudged(
-    *,
-    collection: Collection,
-    run: Run,
-    pooled: Mapping[str, list[tuple[str, str, int]]],
-    query_pks: Mapping[str, int],
-    report: RunImportReport,
-    path: Path,
-    progress: Progress,
-) -> None:
-    progress.phase("pooling: finding the pooled items")
-    wanted = {item for pool in pooled.values() for _, item, _ in pool}
-    item_pks: dict[str, int] = {}
-    for chunk in _chunks(sorted(wanted), 5000):
-        item_pks.update(
-            Item.objects.filter(collection=collection, external_id__in=chunk).values_list(
-                "external_id", "pk"
-            )
-        )
-    unknown = sorted(wanted - item_pks.keys())
-    check_unknown_items(collection=collection, path=path, missing=unknown)
-    missing = [Item(collection=collection, external_id=i, placeholder=True) for i in unknown]
-    for item in Item.objects.bulk_create(missing, batch_size=BATCH):
-        item_pks[item.external_id] = item.pk
-    report.placeholders_created = report.unknown.item_ids = len(missing)
-    distinct = {(query_pks[q], item_pks[i]) for pool in pooled.values() for q, i, _ in pool}
-    judged: set[tuple[int, int]] = set()
-    for qids in _chunks(sorted({q for q, _ in distinct}), 500):
-        judged.update(Judgment.objects.filter(query_id__in=qids).values_list("query_id", "item_id"))
-    report.unjudged_found = len(distinct - judged)
-    n_queries = sum(len({q for q, _, _ in pool}) for pool in pooled.values())
-    progress.phase("pooling unjudged items", n_queries)
-    for stage_name, pool in pooled.items():
-        label = f"run {run.name}" if stage_name == "default" else f"run {run.name} / {stage_name}"
-        by_query: dict[str, list[tuple[int, int, int]]] = {}
-        for qid, item, rank in pool:
-            by_query.setdefault(qid, []).append((query_pks[qid], item_pks[item], rank))
-        for qids in _chunks(sorted(by_query), 200):
-            _, created = queue_unjudged(
-                collection=collection,
-                pairs=(p for q in qids for p in by_query[q]),
-                source=label,
-            )
-            report.newly_queued += created
-            progress.advance(len(qids))
-
-
-def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
