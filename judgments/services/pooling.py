@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils import timezone
 
+from jobs.progress import Progress
+
 from ..locks import share_collection
 from ..models import Collection, Item, Judgment, Query, ReviewTask, TaskSource
 
@@ -64,10 +66,15 @@ def pool_items(
     rows: Iterable[tuple[int, str, int | None, int]],
     labels: Sequence[str],
     check_missing: Callable[[list[str]], None],
+    progress: Progress | None = None,
 ) -> PoolOutcome:
     """Queue (query pk, item external id, rank, stage index) rows, creating the items the
     collection lacks as placeholders; ``check_missing(sorted ids)`` is called first and
-    may refuse them by raising. The caller owns the transaction (``import_run``)."""
+    may refuse them by raising. The caller owns the transaction (``import_run``).
+    ``progress`` hears of two phases: finding the items, then pooling (in queries per
+    stage, all at once: the statements are set-based)."""
+    progress = progress or Progress()
+    progress.phase("pooling: finding the pooled items")
     items = Item._meta.db_table
     with connection.cursor() as cursor:
         _create_tables(cursor)
@@ -96,7 +103,11 @@ def pool_items(
             "GROUP BY r.query_id, i.id, r.stage",
             [collection.pk],
         )
+        cursor.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT query_id, stage FROM {RAW}) d")
+        n_queries = cursor.fetchone()[0]
+        progress.phase("pooling unjudged items", n_queries)
         outcome = _queue_staged(cursor, collection=collection, labels=labels)
+        progress.advance(n_queries)
         outcome.placeholders = missing
         _drop_tables(cursor)
     return outcome

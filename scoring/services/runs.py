@@ -243,7 +243,6 @@ def import_run(
                     )
     run_qids = {q for s in stages for q in s.qids}
     report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
-    progress.phase("pooling unjudged items")
     outcome = pool_items(
         collection=collection,
         rows=pooled,
@@ -251,6 +250,7 @@ def import_run(
         check_missing=lambda missing: check_unknown_items(
             collection=collection, path=path, missing=missing
         ),
+        progress=progress,
     )
     report.placeholders_created = report.unknown.item_ids = len(outcome.placeholders)
     report.unjudged_found, report.newly_queued = outcome.unjudged, outcome.queued

@@ -26,7 +26,7 @@ run_service = importlib.import_module("scoring.services.runs")
     ("target", "name"),
     [
         (RankedList.objects, "bulk_create"),  # the run and its stage are written
-        (run_service, "queue_unjudged"),  # ... and every ranked list
+        (run_service, "pool_items"),  # ... and every ranked list
     ],
     ids=["at-ranked-lists", "at-pooling"],
 )
