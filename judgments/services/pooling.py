@@ -119,6 +119,8 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
     if postgres:
         cursor.execute(f"ANALYZE {PAIRS}")  # temporary tables are never auto-analysed
     share_collection(collection.pk)
+    # The slots follow the stored setting, not the caller's copy of the collection.
+    n_slots = Collection.objects.values_list("assessors_per_item", flat=True).get(pk=collection.pk)
     if postgres:
         cursor.execute(
             f"SELECT id FROM {Query._meta.db_table} WHERE id IN "
@@ -134,7 +136,7 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
         return outcome
     affected = (
         f"SELECT t.id FROM {tasks} t WHERE EXISTS (SELECT 1 FROM {PAIRS} p "
-        "WHERE p.query_id = t.query_id AND p.item_id = t.item_id)"
+        "WHERE p.query_id = t.query_id AND p.item_id = t.item_id) AND t.slot = 1"
     )
     if postgres:
         # The tasks that exist already: their sources are counted below, after this lock.
@@ -147,12 +149,12 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
     first = "CASE p.first " + " ".join(f"WHEN {i} THEN %s" for i in range(len(labels))) + " END"
     priority = PRIORITY_SQL.format(n="p.n", best="p.best")
     cursor.execute(
-        f"INSERT INTO {tasks} (collection_id, query_id, item_id, status, source, best_rank, "
-        "priority, created_at, updated_at) "
-        f"SELECT %s, p.query_id, p.item_id, %s, {first}, p.best, {priority}, %s, %s FROM "
+        f"INSERT INTO {tasks} (collection_id, query_id, item_id, slot, status, source, "
+        "best_rank, priority, created_at, updated_at) "
+        f"SELECT %s, p.query_id, p.item_id, 1, %s, {first}, p.best, {priority}, %s, %s FROM "
         f"(SELECT query_id, item_id, MIN(stage) AS first, MIN(rank) AS best, COUNT(*) AS n "
         f"FROM {PAIRS} GROUP BY query_id, item_id) p WHERE true ORDER BY p.query_id, p.item_id "
-        "ON CONFLICT (query_id, item_id) DO NOTHING",
+        "ON CONFLICT (query_id, item_id, slot) DO NOTHING",
         [collection.pk, "pending", *labels, now, now],
     )
     outcome.queued = cursor.rowcount
@@ -160,7 +162,8 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
         cursor.execute(
             f"INSERT INTO {sources} (task_id, label, rank, created_at) "
             f"SELECT t.id, %s, p.rank, %s FROM {PAIRS} p JOIN {tasks} t "
-            "ON t.query_id = p.query_id AND t.item_id = p.item_id WHERE p.stage = %s "
+            "ON t.query_id = p.query_id AND t.item_id = p.item_id AND t.slot = 1 "
+            "WHERE p.stage = %s "
             "ON CONFLICT (task_id, label) DO UPDATE SET rank = CASE "
             f"WHEN excluded.rank IS NOT NULL AND ({sources}.rank IS NULL "
             f"OR excluded.rank < {sources}.rank) THEN excluded.rank ELSE {sources}.rank END",
@@ -175,7 +178,33 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
         f"AND ({tasks}.priority <> {priority} "
         f"OR COALESCE({tasks}.best_rank, -1) <> COALESCE(s.best, -1))",
     )
+    if n_slots > 1:
+        _fill_slots(cursor, collection.pk, n_slots, affected, now)
     return outcome
+
+
+def _fill_slots(cursor, collection_id: int, n_slots: int, first_slots: str, now) -> None:
+    """Several assessors per item (``docs/ASSESSORS.md``): give each pair whose slot-1
+    task is among ``first_slots`` (SQL, locked above) slots 2..N with slot 1's source, rank
+    and priority; a slot that exists already keeps its status and takes the new priority.
+    Set-based like ``queue._fill_slots``, which the collection settings use."""
+    tasks = ReviewTask._meta.db_table
+    numbers = " UNION ALL ".join(f"SELECT {n} AS n" for n in range(2, n_slots + 1))
+    cursor.execute(
+        f"INSERT INTO {tasks} (collection_id, query_id, item_id, slot, status, source, "
+        "best_rank, priority, created_at, updated_at) "
+        "SELECT %s, f.query_id, f.item_id, s.n, %s, f.source, f.best_rank, f.priority, %s, %s "
+        f"FROM {tasks} f CROSS JOIN ({numbers}) s WHERE f.id IN ({first_slots}) "
+        "ORDER BY f.query_id, f.item_id, s.n ON CONFLICT (query_id, item_id, slot) DO NOTHING",
+        [collection_id, "pending", now, now],
+    )
+    cursor.execute(
+        f"UPDATE {tasks} SET best_rank = f.best_rank, priority = f.priority FROM {tasks} f "
+        f"WHERE f.id IN ({first_slots}) AND {tasks}.query_id = f.query_id "
+        f"AND {tasks}.item_id = f.item_id AND {tasks}.slot > 1 "
+        f"AND ({tasks}.priority <> f.priority "
+        f"OR COALESCE({tasks}.best_rank, -1) <> COALESCE(f.best_rank, -1))"
+    )
 
 
 def _create_tables(cursor) -> None:

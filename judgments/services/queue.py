@@ -36,7 +36,8 @@ def queue_unjudged(
 ) -> tuple[int, int]:
     """Queue (query pk, item pk, rank) pairs that have no judgment as review tasks.
 
-    One task per pair however many sources surface it (deduplicated across runs); each
+    One task per pair however many sources surface it (deduplicated across runs), and
+    with several assessors per item its slots 2..N beside it (sources on slot 1); each
     source label is remembered once per task with its best rank, and the task's priority
     favours the number of sources, then the best rank. A judged pair is never queued.
     Returns (unjudged pairs seen, tasks newly created). Atomic; safe to run concurrently
