@@ -25,7 +25,9 @@ run_service = importlib.import_module("scoring.services.runs")
 @pytest.mark.parametrize(
     ("target", "name"),
     [
-        (RankedList.objects, "bulk_create"),  # the run and its stage are written
+        # The run and its stage are written (on PostgreSQL the lists too, by COPY): a
+        # stage's lists are flushed there once, at the end, never through bulk_create.
+        (run_service._ListWriter, "_flush"),
         (run_service, "pool_items"),  # ... and every ranked list
     ],
     ids=["at-ranked-lists", "at-pooling"],
