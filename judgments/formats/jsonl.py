@@ -192,7 +192,7 @@ def _parse_jsonl(data: bytes, name: str, role: str) -> tuple[Bundle, list[Proble
         try:
             obj = _decode(text)
             kind = obj["type"]
-            if kind not in _SPECS:
+            if not isinstance(kind, str) or kind not in _SPECS:
                 raise _Bad(
                     f"unknown record type {kind!r}; a {role} file holds {', '.join(allowed)}"
                 )

@@ -66,6 +66,7 @@ def test_engine_readers_return_a_result_or_a_line_numbered_refusal(data, reader,
 @PROPERTY
 @given(data=files, parser=st.sampled_from(sorted(FORMAT_PARSERS)))
 @example(data=b'{"type": "item", "id": "d1", "metadata": {"k": "\\u0000"}}', parser="items")
+@example(data=b'{"type": ["item"], "id": "d1"}', parser="bundle")  # found by Hypothesis
 def test_format_parsers_never_raise_and_name_file_and_line(data, parser):
     bundle, problems = FORMAT_PARSERS[parser](data, "in.jsonl")
     for problem in problems:
