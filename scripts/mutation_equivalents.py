@@ -430,3 +430,11 @@ NAMED_RULES.update(
         "guards that",
     }
 )
+
+EQUIVALENT_RULES.append(
+    (
+        re.compile(r"""decode\((['"])utf-8\1"""),
+        re.compile(r"""decode\((['"])UTF-8\1"""),
+        "Python looks codec names up case-insensitively: 'UTF-8' is 'utf-8'",
+    )
+)
