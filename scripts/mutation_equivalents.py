@@ -111,12 +111,6 @@ _SAME_EITHER_PATH = (
 )
 SITE_RULES += [
     (
-        "common.x__decode",
-        r'decode\("utf-8"\)',
-        r'decode\("UTF-8"\)',
-        "Python looks codec names up case-insensitively",
-    ),
-    (
         "common.x__sniff_delimiter",
         r"head = fh\.read\(1 << 16\)",
         r"fh\.read\((None|2 << 16|1 << 17)\)",
