@@ -432,3 +432,13 @@ EQUIVALENT_RULES.append(
         "Python looks codec names up case-insensitively: 'UTF-8' is 'utf-8'",
     )
 )
+
+SITE_RULES.append(
+    (
+        "common.x__encode_qids",
+        r"\.astype\(np\.int32, copy=False\)",
+        r"\.astype\(np\.int32, (copy=(None|True))?\)",
+        "copy only decides whether numpy may hand back the same buffer; the codes are the "
+        "same int32 values either way",
+    )
+)
