@@ -159,6 +159,7 @@ def test_dedup_first_reads_the_same_on_both_paths(tmp_path: Path, either: str) -
     ("text", "found"),
     [
         ("q 0 a 1\rq 0 b 1\n", "line 1: expected 4 fields 'qid 0 docid grade', found 8"),
+        ("q 0 c 1\nq 0 a 1\rq 0 b 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 8"),
         ("q\t0\ta\t1\nq\t0\tb c\t1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 5"),
         ("q 0 a 1\nq 0 b\tc 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 5"),
         ("q 0 a 1\nq 0 b\x0bc 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 5"),
@@ -167,8 +168,8 @@ def test_dedup_first_reads_the_same_on_both_paths(tmp_path: Path, either: str) -
         ("q 0 a 1\nq  b 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 3"),
         ("q 0 a 1\nq 0  1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 3"),
     ],
-    ids=["lone-cr", "space-in-tab-file", "tab-in-space-file", "vertical-tab", "form-feed",
-         "empty-qid", "empty-second-field", "empty-docid"],
+    ids=["lone-cr", "lone-cr-later", "space-in-tab-file", "tab-in-space-file", "vertical-tab",
+         "form-feed", "empty-qid", "empty-second-field", "empty-docid"],
 )  # fmt: skip
 def test_qrels_separators_that_only_trec_eval_splits_on(
     tmp_path: Path, text: str, found: str
