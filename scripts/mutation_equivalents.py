@@ -420,8 +420,8 @@ NAMED_RULES.update(
         "scoring.engine.cli.x_build_parser__mutmut_2": "the default prog is never used: "
         "run_cli always passes the name it was started under",
         "scoring.engine.tables.x__later_duplicates_exact__mutmut_16": "the zipped sequences "
-        "are takes of the same rows, equal in length by construction; strict=True only "
-        "guards that",
+        "are slices or takes of the same rows, equal in length by construction; "
+        "`strict=True` only guards that",
     }
 )
 
