@@ -111,12 +111,6 @@ _SAME_EITHER_PATH = (
 )
 SITE_RULES += [
     (
-        "common.x__decode",
-        r'decode\("utf-8"\)',
-        r'decode\("UTF-8"\)',
-        "Python looks codec names up case-insensitively",
-    ),
-    (
         "common.x__sniff_delimiter",
         r"head = fh\.read\(1 << 16\)",
         r"fh\.read\((None|2 << 16|1 << 17)\)",
@@ -426,7 +420,40 @@ NAMED_RULES.update(
         "scoring.engine.cli.x_build_parser__mutmut_2": "the default prog is never used: "
         "run_cli always passes the name it was started under",
         "scoring.engine.tables.x__later_duplicates_exact__mutmut_16": "the zipped sequences "
-        "are takes of the same rows, equal in length by construction; strict=True only "
-        "guards that",
+        "are slices or takes of the same rows, equal in length by construction; "
+        "`strict=True` only guards that",
+    }
+)
+
+EQUIVALENT_RULES.append(
+    (
+        re.compile(r"""decode\((['"])utf-8\1"""),
+        re.compile(r"""decode\((['"])UTF-8\1"""),
+        "Python looks codec names up case-insensitively: 'UTF-8' is 'utf-8'",
+    )
+)
+
+SITE_RULES.append(
+    (
+        "common.x__encode_qids",
+        r"\.astype\(np\.int32, copy=False\)",
+        r"\.astype\(np\.int32, (copy=(None|True))?\)",
+        "copy only decides whether numpy may hand back the same buffer; the codes are the "
+        "same int32 values either way",
+    )
+)
+
+_ALL_COLUMNS = (
+    "the include list (the last argument) becomes None, which reads every column, and the "
+    "reader includes every column it names anyway"
+)
+NAMED_RULES.update(
+    {
+        # The diff cannot tell these from the names argument (the same list, killed).
+        "scoring.engine.readers.qrels.x__read_qrels_fast__mutmut_6": _ALL_COLUMNS,
+        "scoring.engine.readers.trec_run.x__read_trec_run_fast__mutmut_6": _ALL_COLUMNS,
+        # escape_char dropped: its default is False, the value given (diff spans 2 lines).
+        "scoring.engine.readers.common.x__read_table__mutmut_23": "escape_char left out takes "
+        "pyarrow's default, False, the value given",
     }
 )

@@ -2,6 +2,7 @@
 
     python scripts/mutation_summary.py var/mutate docs/MUTATION.md   # the table
     python scripts/mutation_summary.py --survivors var/mutate/engine # to try (again), one a line
+                                              # (leaving out those listed as equivalent)
     python scripts/mutation_summary.py --diffs var/mutate/engine     # each survivor's change
     python scripts/mutation_summary.py --markdown var/mutate         # docs/MUTATION.md lists
 
@@ -173,7 +174,11 @@ def _row(label: str, counts: Counter[str]) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--survivors":
-        print("\n".join(survivors(Path(sys.argv[2]), with_untried=True)))
+        # The survivors listed as equivalent in docs/MUTATION.md are not tried again.
+        known = listed_equivalents(Path("docs/MUTATION.md"))
+        print(
+            "\n".join(n for n in survivors(Path(sys.argv[2]), with_untried=True) if n not in known)
+        )
     elif sys.argv[1] == "--markdown":
         print(markdown(Path(sys.argv[2])), end="")
     elif sys.argv[1] == "--diffs":

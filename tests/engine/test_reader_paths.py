@@ -130,6 +130,10 @@ def test_runs_in_rank_order_read_the_same_on_both_paths(tmp_path: Path, either: 
     assert run.to_mapping() == {"q1": ["b", "e", "a"], "q2": ["d", "c"], "q3": ["x"],
                                 "q4": ["y", "z"]}  # fmt: skip
     assert (run.order, run.dedup, run.duplicates_removed) == ("rank", "error", 0)
+    # The first query's best rank (5) recurs in a later query after another rank.
+    again = read_run(_file(tmp_path, "again.trec", "p Q0 x 5 1 t\nr Q0 y 3 1 t\nr Q0 z 5 2 t\n"),
+                     order="rank")  # fmt: skip
+    assert again.to_mapping() == {"p": ["x"], "r": ["y", "z"]}
 
 
 def test_dedup_first_reads_the_same_on_both_paths(tmp_path: Path, either: str) -> None:
@@ -155,6 +159,7 @@ def test_dedup_first_reads_the_same_on_both_paths(tmp_path: Path, either: str) -
     ("text", "found"),
     [
         ("q 0 a 1\rq 0 b 1\n", "line 1: expected 4 fields 'qid 0 docid grade', found 8"),
+        ("q 0 c 1\nq 0 a 1\rq 0 b 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 8"),
         ("q\t0\ta\t1\nq\t0\tb c\t1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 5"),
         ("q 0 a 1\nq 0 b\tc 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 5"),
         ("q 0 a 1\nq 0 b\x0bc 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 5"),
@@ -163,8 +168,8 @@ def test_dedup_first_reads_the_same_on_both_paths(tmp_path: Path, either: str) -
         ("q 0 a 1\nq  b 1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 3"),
         ("q 0 a 1\nq 0  1\n", "line 2: expected 4 fields 'qid 0 docid grade', found 3"),
     ],
-    ids=["lone-cr", "space-in-tab-file", "tab-in-space-file", "vertical-tab", "form-feed",
-         "empty-qid", "empty-second-field", "empty-docid"],
+    ids=["lone-cr", "lone-cr-later", "space-in-tab-file", "tab-in-space-file", "vertical-tab",
+         "form-feed", "empty-qid", "empty-second-field", "empty-docid"],
 )  # fmt: skip
 def test_qrels_separators_that_only_trec_eval_splits_on(
     tmp_path: Path, text: str, found: str
@@ -215,6 +220,14 @@ def test_a_hash_starting_a_later_line_is_a_comment(tmp_path: Path) -> None:
     assert run.to_mapping() == {"q": ["a", "c"]}
     qrels = read_qrels(_file(tmp_path, "qrels.txt", "q 0 a 1\n#c 0 b 1\nq 0 c 2\n"))
     assert qrels.to_mapping() == {"q": {"a": 1, "c": 2}}
+
+
+def test_a_judgment_listed_twice_in_a_regular_file_is_reported(tmp_path: Path) -> None:
+    path = _file(tmp_path, "qrels.txt", "q 0 a 1\nq 0 b 1\nr 0 a 1\nq 0 a 2\n")
+    assert _errors(read_qrels, path) == [
+        f"{path} line 4: duplicate judgment for query 'q', docid 'a' (first at line 1); keep one "
+        "line per pair"
+    ]
 
 
 def test_equal_ranks_are_refused_in_any_query(tmp_path: Path) -> None:

@@ -95,3 +95,26 @@ def test_qrels_from_a_mapping_check_every_id_and_keep_their_source() -> None:
         "qrels: query 'q', item 'b': grade True is not an integer; use whole-number grades "
         "(-1 = pooled but unjudged)",
     ]
+
+
+def test_runs_from_a_mapping_check_every_id_and_count_what_dedup_removes() -> None:
+    plain = Run.from_mapping({"q": ["a"]})
+    assert (plain.source, plain.order, plain.dedup) == ("rankings", "list", "error")
+    with pytest.raises(EngineInputError) as info:
+        Run.from_mapping(
+            {"": ["a"], 3: ["a"], "s": "ab", "t": 5, "q": ["a", "", 7, "b", "a", "c", "b"]}
+        )
+    fix = "pass dedup='first' (--dedup first) to keep the first occurrence"
+    assert info.value.errors == [
+        "rankings: query id '' must be a non-empty string",
+        "rankings: query id 3 must be a non-empty string",
+        "rankings: ranking of query 's' must be a list of ids",
+        "rankings: ranking of query 't' must be a list of ids",
+        "rankings: query 'q', position 2: id '' must be a non-empty string",
+        "rankings: query 'q', position 3: id 7 must be a non-empty string",
+        f"rankings: query 'q', position 5: duplicate id 'a' (first at position 1); {fix}",
+        f"rankings: query 'q', position 7: duplicate id 'b' (first at position 4); {fix}",
+    ]
+    kept = Run.from_mapping({"q": ["a", "b", "a", "c", "b"], "r": ["a", "a"]}, dedup="first")
+    assert kept.to_mapping() == {"q": ["a", "b", "c"], "r": ["a"]}
+    assert kept.duplicates_removed == 3 and kept.dedup == "first"
