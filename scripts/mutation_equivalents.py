@@ -457,3 +457,13 @@ NAMED_RULES.update(
         "pyarrow's default, False, the value given",
     }
 )
+
+SITE_RULES.append(
+    (
+        "tables.xǁRunǁfrom_mapping",
+        r"qcodes=np\.repeat\(np\.arange\(len\(qids\), dtype=np\.int32\), np\.diff\(off\)\)",
+        r"np\.arange\(len\(qids\), (dtype=None)?\)",
+        "int64 query codes hold the same indices as int32 ones, and every use (keys, "
+        "comparisons, indexing) reads the values; only memory differs",
+    )
+)
