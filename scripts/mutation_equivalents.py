@@ -467,3 +467,27 @@ SITE_RULES.append(
         "comparisons, indexing) reads the values; only memory differs",
     )
 )
+
+SITE_RULES += [
+    (
+        "params.x_resolve_measures",
+        r"^continue$",
+        r"^break$",
+        "Evidence is the last cutoff family, so stopping there leaves nothing out",
+    ),
+    (
+        "params.xǁEvalParamsǁ__post_init__",
+        r"resolve_measures\(self\.measures, checked, with_evidence=True\)",
+        r"with_evidence=(None|False)\)",
+        "the call only checks the names (its result is dropped), and with_evidence only "
+        "decides whether Evidence joins the default set; it refuses no name",
+    ),
+    (
+        "tables.x_later_duplicates",
+        r"head = rows\[np\.maximum\.accumulate\(np\.where\(first, np\.arange\(rows\.size\), 0\)\)\]",
+        r"np\.where\(None, ",
+        "every head becomes the first candidate: the string check then passes only when "
+        "every candidate holds the same id (so each group's rows are equal), and otherwise "
+        "the exact pass decides; the marks come from `first` either way",
+    ),
+]
