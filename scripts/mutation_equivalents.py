@@ -484,7 +484,7 @@ SITE_RULES += [
     ),
     (
         "tables.x_later_duplicates",
-        r"head = rows\[np\.maximum\.accumulate\(np\.where\(first, np\.arange\(rows\.size\), 0\)\)\]",
+        r"head = rows\[np\.maximum\.accumulate\(np\.where\(first, ",
         r"np\.where\(None, ",
         "every head becomes the first candidate: the string check then passes only when "
         "every candidate holds the same id (so each group's rows are equal), and otherwise "
