@@ -457,3 +457,37 @@ NAMED_RULES.update(
         "pyarrow's default, False, the value given",
     }
 )
+
+SITE_RULES.append(
+    (
+        "tables.xǁRunǁfrom_mapping",
+        r"qcodes=np\.repeat\(np\.arange\(len\(qids\), dtype=np\.int32\), np\.diff\(off\)\)",
+        r"np\.arange\(len\(qids\), (dtype=None)?\)",
+        "int64 query codes hold the same indices as int32 ones, and every use (keys, "
+        "comparisons, indexing) reads the values; only memory differs",
+    )
+)
+
+SITE_RULES += [
+    (
+        "params.x_resolve_measures",
+        r"^continue$",
+        r"^break$",
+        "Evidence is the last cutoff family, so stopping there leaves nothing out",
+    ),
+    (
+        "params.xǁEvalParamsǁ__post_init__",
+        r"resolve_measures\(self\.measures, checked, with_evidence=True\)",
+        r"with_evidence=(None|False)\)",
+        "the call only checks the names (its result is dropped), and with_evidence only "
+        "decides whether Evidence joins the default set; it refuses no name",
+    ),
+    (
+        "tables.x_later_duplicates",
+        r"head = rows\[np\.maximum\.accumulate\(np\.where\(first, ",
+        r"np\.where\(None, ",
+        "every head becomes the first candidate: the string check then passes only when "
+        "every candidate holds the same id (so each group's rows are equal), and otherwise "
+        "the exact pass decides; the marks come from `first` either way",
+    ),
+]

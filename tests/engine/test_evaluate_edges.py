@@ -120,3 +120,10 @@ def test_counts_are_integers_in_the_result() -> None:
     counts = {k: row[k] for k in ("hits@2", "relevant", "retrieved")}
     assert counts == {"hits@2": 1, "relevant": 2, "retrieved": 3}
     assert all(type(v) is int for v in counts.values())
+
+
+def test_measures_given_as_a_list_are_kept_as_a_tuple() -> None:
+    params = EvalParams(ks=(5,), measures=["R", "AP"])
+    assert params.measures == ("R", "AP") and hash(params) == hash(
+        EvalParams(ks=5, measures=("R", "AP"))
+    )

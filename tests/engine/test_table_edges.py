@@ -100,6 +100,8 @@ def test_qrels_from_a_mapping_check_every_id_and_keep_their_source() -> None:
 def test_runs_from_a_mapping_check_every_id_and_count_what_dedup_removes() -> None:
     plain = Run.from_mapping({"q": ["a"]})
     assert (plain.source, plain.order, plain.dedup) == ("rankings", "list", "error")
+    empty = Run.from_mapping({"q": []})  # ids stay a string column even with no id at all
+    assert empty.docids.type == pa.string() and empty.to_mapping() == {"q": []}
     with pytest.raises(EngineInputError) as info:
         Run.from_mapping(
             {"": ["a"], 3: ["a"], "s": "ab", "t": 5, "q": ["a", "", 7, "b", "a", "c", "b"]}
