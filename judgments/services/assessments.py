@@ -118,13 +118,17 @@ def _assess(
                 f"{who}'s assessment of {where} changed since version {expected_version}; "
                 "reload it and apply your change again"
             )
+        now = timezone.now()
         changed = mine.filter(version=expected_version).update(
-            grade=grade, note=note, version=F("version") + 1, updated_at=timezone.now()
+            grade=grade, note=note, version=F("version") + 1, updated_at=now
         )
         if changed != 1:
             raise InvariantError(f"{who}'s assessment of {where} changed meanwhile; reload it")
         old_grade = current.grade
-        assessment = mine.get()
+        # The compare-and-set above wrote exactly these values: no need to read them back.
+        current.grade, current.note = grade, note
+        current.version, current.updated_at = expected_version + 1, now
+        assessment = current
     AssessmentChange.objects.create(
         query=query,
         item=item,
