@@ -110,6 +110,27 @@ def test_an_assessor_assesses_a_pair_once(overlap):
     assert Assessment.objects.get().grade == 1
 
 
+def test_an_assessor_edits_their_assessment_with_its_version(overlap):
+    ana = make_user("ana")
+    query = make_query(overlap, external_id="q1")
+    item = make_item(overlap, external_id="d1")
+    record_assessment(query=query, item=item, grade=1, assessor=ana)
+
+    edited = record_assessment(
+        query=query, item=item, grade=2, note="on reflection", assessor=ana, expected_version=1
+    )
+
+    stored = Assessment.objects.get()
+    assert (edited.grade, edited.note, edited.version) == (2, "on reflection", 2)
+    assert (stored.grade, stored.note, stored.version) == (2, "on reflection", 2)
+    assert edited.updated_at == stored.updated_at
+    assert list(
+        AssessmentChange.objects.order_by("pk").values_list("old_grade", "new_grade", "version")
+    ) == [(None, 1, 1), (1, 2, 2)]
+    with pytest.raises(InvariantError, match="changed since version 1"):
+        record_assessment(query=query, item=item, grade=3, assessor=ana, expected_version=1)
+
+
 def test_a_disagreement_goes_to_the_adjudicator_whose_decision_is_the_label(overlap):
     ana, ben, cleo = make_user("ana"), make_user("ben"), make_user("cleo")
     query = make_query(overlap, external_id="q1")
