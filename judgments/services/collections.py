@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
 from ..locks import lock_collection
 from ..models import Assessment, Collection, Judgment, LabelingUnit, ReviewTask, TaskStatus
 from ..resolution import POLICIES
 from .errors import InvariantError
-from .queue import _fill_slots
+from .pooling import fill_slots
 
 
 def validate_scale(scale: Any, relevant_grade: int) -> list[dict[str, Any]]:
@@ -126,7 +127,16 @@ def _start_overlap(collection: Collection) -> None:
     first_slots = ReviewTask.objects.filter(collection=collection, slot=1).exclude(
         status=TaskStatus.DONE
     )
-    _fill_slots(collection, list(first_slots.order_by("pk").select_for_update()))
+    ids = list(first_slots.order_by("pk").select_for_update().values_list("pk", flat=True))
+    if ids:
+        with connection.cursor() as cursor:
+            fill_slots(
+                cursor,
+                collection.pk,
+                collection.assessors_per_item,
+                ",".join(str(int(pk)) for pk in ids),
+                timezone.now(),
+            )
 
 
 @transaction.atomic

@@ -179,15 +179,15 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
         f"OR COALESCE({tasks}.best_rank, -1) <> COALESCE(s.best, -1))",
     )
     if n_slots > 1:
-        _fill_slots(cursor, collection.pk, n_slots, affected, now)
+        fill_slots(cursor, collection.pk, n_slots, affected, now)
     return outcome
 
 
-def _fill_slots(cursor, collection_id: int, n_slots: int, first_slots: str, now) -> None:
+def fill_slots(cursor, collection_id: int, n_slots: int, first_slots: str, now) -> None:
     """Several assessors per item (``docs/ASSESSORS.md``): give each pair whose slot-1
     task is among ``first_slots`` (SQL, locked above) slots 2..N with slot 1's source, rank
     and priority; a slot that exists already keeps its status and takes the new priority.
-    Set-based like ``queue._fill_slots``, which the collection settings use."""
+    Pooling and a change of ``assessors_per_item`` (``collections``) both use it."""
     tasks = ReviewTask._meta.db_table
     numbers = " UNION ALL ".join(f"SELECT {n} AS n" for n in range(2, n_slots + 1))
     cursor.execute(

@@ -52,41 +52,6 @@ def queue_unjudged(
     return outcome.unjudged, outcome.queued
 
 
-def _fill_slots(collection: Collection, first_slots: list[ReviewTask]) -> None:
-    """Give each pair of ``first_slots`` (its slot-1 tasks, locked) the other slots its
-    collection's assessors need, with slot 1's priority, rank and source; a slot that
-    exists already keeps its status and takes the new priority."""
-    by_pair = {(t.query_id, t.item_id): t for t in first_slots}
-    others = {
-        (t.query_id, t.item_id, t.slot): t
-        for t in ReviewTask.objects.filter(
-            query_id__in={q for q, _ in by_pair}, slot__gt=1
-        ).order_by("pk")
-        if (t.query_id, t.item_id) in by_pair
-    }
-    new, changed = [], []
-    for (query_id, item_id), first in sorted(by_pair.items()):
-        for slot in range(2, collection.assessors_per_item + 1):
-            known = others.get((query_id, item_id, slot))
-            if known is None:
-                new.append(
-                    ReviewTask(
-                        collection=collection,
-                        query_id=query_id,
-                        item_id=item_id,
-                        slot=slot,
-                        source=first.source,
-                        best_rank=first.best_rank,
-                        priority=first.priority,
-                    )
-                )
-            elif (known.best_rank, known.priority) != (first.best_rank, first.priority):
-                known.best_rank, known.priority = first.best_rank, first.priority
-                changed.append(known)
-    ReviewTask.objects.bulk_create(new, batch_size=2000, ignore_conflicts=True)
-    ReviewTask.objects.bulk_update(changed, ["best_rank", "priority"], batch_size=2000)
-
-
 DEFAULT_LEASE = timedelta(minutes=10)
 
 

@@ -67,6 +67,30 @@ def test_each_pooled_pair_gets_one_slot_per_assessor(overlap):
         assert mine[0][2] == mine[1][2]  # slot 2 serves in slot 1's order
 
 
+def test_raising_assessors_per_item_gives_every_open_pair_its_new_slots():
+    collection = make_collection(slug="later")
+    query = make_query(collection, external_id="q1")
+    items = [make_item(collection) for _ in range(2)]
+    _queue(collection, query, items)
+    done = ReviewTask.objects.get(item=items[1])
+    ReviewTask.objects.filter(pk=done.pk).update(status=TaskStatus.DONE)
+
+    update_collection_settings(collection=collection, assessors_per_item=3)
+
+    first = ReviewTask.objects.get(item=items[0], slot=1)
+    rows = sorted(
+        ReviewTask.objects.values_list(
+            "item_id", "slot", "status", "source", "best_rank", "priority"
+        )
+    )
+    assert rows == [
+        (items[0].pk, 1, TaskStatus.PENDING, "run bm25", 1, first.priority),
+        (items[0].pk, 2, TaskStatus.PENDING, "run bm25", 1, first.priority),
+        (items[0].pk, 3, TaskStatus.PENDING, "run bm25", 1, first.priority),
+        (items[1].pk, 1, TaskStatus.DONE, "run bm25", 2, done.priority),
+    ]
+
+
 def test_a_reviewer_never_gets_a_pair_twice_and_two_agreeing_assessments_resolve(overlap):
     ana, ben = make_user("ana"), make_user("ben")
     query = make_query(overlap, external_id="q1")
