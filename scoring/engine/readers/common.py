@@ -43,13 +43,20 @@ def _decode(raw: bytes, name: str, lineno: int, errors: ErrorCollector) -> str |
         return None
 
 
+def _shown(value: str | bytes) -> str:
+    """A field as a refusal quotes it: its first 40 characters, "…" when there is more
+    (a message never carries a whole multi-megabyte field)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value[:40] + ("…" if len(value) > 40 else "")
+
+
 def _bad_id(value: str, where: str, what: str, errors: ErrorCollector) -> bool:
     """Report an id that cannot be stored (``verity_limits.id_problem``); True if bad."""
     problem = id_problem(value)
     if problem is None:
         return False
-    shown = value[:40] + ("…" if len(value) > 40 else "")
-    errors.add(f"{where}: {what} {shown!r} {problem}")
+    errors.add(f"{where}: {what} {_shown(value)!r} {problem}")
     return True
 
 

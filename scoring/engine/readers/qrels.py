@@ -21,6 +21,7 @@ from .common import (
     _name,
     _no_empty_fields,
     _read_table,
+    _shown,
     _sniff_delimiter,
 )
 
@@ -100,7 +101,7 @@ def _read_qrels_slow(path: PathLike, name: str) -> Qrels:
                 continue
             if not _INT_RE.fullmatch(fields[3]):
                 errors.add(
-                    f"{name} line {lineno}: grade {fields[3].decode('utf-8', 'replace')!r} is "
+                    f"{name} line {lineno}: grade {_shown(fields[3])!r} is "
                     "not an integer; use whole-number grades (-1 = pooled but unjudged)"
                 )
                 continue

@@ -32,6 +32,7 @@ from .common import (
     _is_comment,
     _no_empty_fields,
     _read_table,
+    _shown,
     _with,
 )
 
@@ -164,14 +165,14 @@ def _read_trec_run_slow(path: PathLike, name: str, *, order: str, dedup: str) ->
             rank_text, score_text = fields[3], fields[4]
             if not _INT_RE.fullmatch(rank_text):
                 errors.add(
-                    f"{name} line {lineno}: rank {rank_text.decode('utf-8', 'replace')!r} is "
+                    f"{name} line {lineno}: rank {_shown(rank_text)!r} is "
                     "not an integer; the 4th field must be the rank (1, 2, ...)"
                 )
                 continue
             score = _parse_score(score_text)
             if score is None:
                 errors.add(
-                    f"{name} line {lineno}: score {score_text.decode('utf-8', 'replace')!r} "
+                    f"{name} line {lineno}: score {_shown(score_text)!r} "
                     "is not a number; the 5th field must be the retrieval score"
                 )
                 continue
