@@ -7,6 +7,7 @@ One module per concept; this package re-exports the public names, so callers imp
 them from ``scoring.services``.
 """
 
+from ._common import file_sha256
 from .errors import RunImportError
 from .evaluations import (
     SnapshotInputs,
@@ -16,7 +17,7 @@ from .evaluations import (
     snapshot_inputs,
 )
 from .mappings import import_unit_mapping
-from .runs import RunImportReport, file_sha256, import_run
+from .runs import RunImportReport, import_run
 
 __all__ = [
     "RunImportError",

@@ -18,12 +18,15 @@ from collections.abc import Callable, Iterable
 from collections.abc import Collection as Ids
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from judgments.formats import MAX_LISTED
 from judgments.models import Collection
 
-from .. import engine
 from .errors import RunImportError
+
+if TYPE_CHECKING:
+    from .run_lists import StageRankings
 
 LINES_SHOWN = 5  # line numbers named per unknown id
 
@@ -63,7 +66,7 @@ def check_unknown_queries(
     *,
     collection: Collection,
     path: Path,
-    stages: Iterable[engine.Run],
+    stages: Iterable[StageRankings],
     known: Ids[str],
     ignore: bool,
 ) -> UnknownIds:

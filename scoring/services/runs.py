@@ -3,49 +3,48 @@ pools for review."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Value
 
 from jobs.progress import Progress
 from judgments.models import Collection, Query
 from judgments.services import InvariantError, pool_items
 from verity_limits import SLUG_MAX
 
-from .. import engine
 from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
 from ._common import BATCH, User
-from .errors import RunImportError
 from .run_ids import UnknownIds, check_unknown_items, check_unknown_queries
 
-# Ranked lists go in as Value(...) expressions: that keeps bulk_create on PostgreSQL off
-# its UNNEST(jsonb[]) path, where psycopg quotes every list inside one array literal in
-# Python, escaping each '"' with a regex callback: ~5x slower for a 10M-line run (see
-# bench/README.md, "Run import").
-_ITEMS = RankedList._meta.get_field("items")
+if TYPE_CHECKING:
+    from .run_lists import ListBatch
+
 PROGRESS_LINES = 1_000_000  # COPY reports its progress every million ids
 _JSON = json.JSONEncoder(separators=(",", ":")).encode  # the C encoder, built once
+_COPY_TEXT = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 class _ListWriter:
-    """Stores one stage's ranked lists: ``COPY`` on PostgreSQL (the server parses each
-    list's JSON; no statement is built per batch), batched inserts elsewhere."""
+    """Stores one stage's ranked lists, each as one JSON text built in Arrow for a batch
+    of lists (``ListBatch.json_bodies``; one by one, in Python, for a batch whose ids JSON
+    would escape): ``COPY`` on PostgreSQL, whose server parses the JSON; ``executemany``
+    elsewhere, of the very text Django's ``JSONField`` writes there (``json.dumps``)."""
 
     def __init__(self, stage: RunStage, progress: Progress) -> None:
         self.stage, self.progress = stage, progress
-        self.rows: list[RankedList] = []
+        self.rows: list[tuple[int, str, str, bool]] = []
         self.lines = 0
         self.copy: Any = None
 
     def __enter__(self) -> _ListWriter:
         if connection.vendor == "postgresql":
             self._cursor = connection.cursor()
+            _compress_with_lz4(self._cursor)
             table = RankedList._meta.db_table
             # Kept: psycopg's copy() is a generator-based context manager.
             self._copy_cm = self._cursor.cursor.copy(
@@ -54,27 +53,39 @@ class _ListWriter:
             self.copy = self._copy_cm.__enter__()
         return self
 
-    def add(self, qid: str, items: list[str], *, abstained: bool) -> None:
-        self.lines += len(items)
-        if self.copy is not None:
-            self.copy.write_row((self.stage.pk, qid, _JSON(items), abstained))
-            if self.lines >= PROGRESS_LINES:
-                self._flush()
+    def add(self, batch: ListBatch) -> None:
+        self.lines += len(batch)
+        postgres = self.copy is not None
+        bodies = batch.json_bodies("," if postgres else ", ", ascii_only=not postgres)
+        if bodies is not None:
+            texts = [f"[{body}]" for body in bodies]
+        else:
+            texts = [(_JSON if postgres else json.dumps)(items) for items in batch.lists()]
+        rows = zip(batch.qids, texts, batch.abstained, strict=True)
+        if not postgres:
+            self.rows += ((self.stage.pk, qid, text, abst) for qid, text, abst in rows)
+            self._flush()
             return
-        self.rows.append(
-            RankedList(
-                stage=self.stage,
-                query_id=qid,
-                items=Value(items, output_field=_ITEMS),
-                abstained=abstained,
+        # COPY's text format: the JSON built in Arrow holds no backslash, tab or newline.
+        escape = bodies is None
+        self.copy.write(
+            "".join(
+                f"{self.stage.pk}\t{qid.translate(_COPY_TEXT)}\t"
+                f"{text.translate(_COPY_TEXT) if escape else text}\t{'t' if abst else 'f'}\n"
+                for qid, text, abst in rows
             )
         )
-        if len(self.rows) >= BATCH:
+        if self.lines >= PROGRESS_LINES:
             self._flush()
 
     def _flush(self) -> None:
         if self.rows:
-            RankedList.objects.bulk_create(self.rows)
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"INSERT INTO {RankedList._meta.db_table} (stage_id, query_id, items, "
+                    "abstained) VALUES (%s, %s, %s, %s)",
+                    self.rows,
+                )
         self.progress.advance(self.lines)
         self.rows, self.lines = [], 0
 
@@ -86,12 +97,17 @@ class _ListWriter:
             self._flush()
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _compress_with_lz4(cursor: Any) -> None:
+    """Ranked lists are TOASTed (~10 KB of JSON for 1,000 ids): compressing them with
+    lz4 instead of the default pglz took the server 1.5 s instead of 5.6 s for a
+    10M-id run, and reads back faster. Set for the rest of this transaction only, and
+    only where the server was built with lz4."""
+    cursor.execute(
+        "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+    )
+    row = cursor.fetchone()
+    if row and row[0]:
+        cursor.execute("SELECT set_config('default_toast_compression', 'lz4', true)")
 
 
 @dataclass
@@ -126,17 +142,6 @@ class RunImportReport:
         return lines
 
 
-def _read_stages(path: Path, *, order: str, dedup: str) -> list[engine.Run]:
-    try:
-        return engine.read_run_stages(path, order=order, dedup=dedup)
-    except engine.EngineInputError as exc:
-        raise RunImportError(
-            f"{path.name}: the run was refused; nothing was imported.", exc.errors
-        ) from None
-    except engine.EngineError as exc:
-        raise RunImportError(str(exc)) from None
-
-
 @transaction.atomic
 def import_run(
     *,
@@ -167,7 +172,10 @@ def import_run(
     ``progress`` hears of each phase: reading the file, storing the ranked lists (in
     lines), pooling the unjudged items (in queries).
     """
-    import numpy as np  # here, not at the top: every process imports the services
+    # Here, not at the top: every process imports the services; these need numpy/pyarrow.
+    import numpy as np
+
+    from . import run_lists
 
     progress = progress or Progress()
     if not _RUN_NAME.fullmatch(name):
@@ -180,7 +188,7 @@ def import_run(
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
     progress.phase(f"reading {path.name}")
-    stages = _read_stages(path, order=order, dedup=dedup)
+    stages, sha256 = run_lists.read_rankings(path, order=order, dedup=dedup)
     query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
     unknown = check_unknown_queries(
         collection=collection,
@@ -201,7 +209,7 @@ def import_run(
                 name=name,
                 description=description,
                 source_filename=path.name,
-                source_sha256=file_sha256(path),
+                source_sha256=sha256,
                 source_format=fmt,
                 order_rule=stages[0].order,
                 dedup_policy=dedup,
@@ -213,13 +221,15 @@ def import_run(
     report = RunImportReport(run=run, stages=[], unknown=unknown)
     depth = collection.pool_depth if pool_depth is None else pool_depth
     report.pool_depth = depth
-    pooled: list[tuple[int, str, int, int]] = []  # (query pk, item id, rank, stage index)
+    run_qids = {q for s in stages for q in s.qids}
+    pooled: list[tuple[np.ndarray, Any, np.ndarray, int]] = []  # query pks, ids, ranks, stage
     labels: list[str] = []
     progress.phase("storing ranked lists", sum(len(s) for s in stages))
-    for position, stage_run in enumerate(stages):
-        stage_name = stage_run.stage or "default"
-        kept = np.fromiter((q not in skipped for q in stage_run.qids), dtype=bool)
-        lengths = np.diff(stage_run.offsets)[kept]
+    for position in range(len(stages)):
+        rankings = stages.pop(0)  # its ids are let go once its lists are stored
+        stage_name = rankings.name
+        kept = np.fromiter((q not in skipped for q in rankings.qids), dtype=bool)
+        lengths = np.diff(rankings.offsets)[kept]
         stage = RunStage.objects.create(
             run=run,
             name=stage_name,
@@ -231,21 +241,18 @@ def import_run(
         report.stages.append(stage)
         labels.append(f"run {name}" if stage_name == "default" else f"run {name} / {stage_name}")
         with _ListWriter(stage, progress) as lists:
-            for qid, items in stage_run.iter_rankings():
-                if qid in skipped:
-                    continue
-                lists.add(qid, items, abstained=qid in stage_run.abstained)
-                query_pk = query_pks.get(qid)
-                if query_pk is not None:
-                    pooled.extend(
-                        (query_pk, item, rank, position)
-                        for rank, item in enumerate(items[:depth], 1)
-                    )
-    run_qids = {q for s in stages for q in s.qids}
+            for batch in rankings.batches(kept, BATCH):
+                lists.add(batch)
+                pooled.append((*batch.pooled(depth, query_pks), position))
+        del rankings
     report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
     outcome = pool_items(
         collection=collection,
-        rows=pooled,
+        rows=(
+            row
+            for pks, ids, ranks, position in pooled
+            for row in zip(pks.tolist(), ids.to_pylist(), ranks.tolist(), repeat(position))
+        ),
         labels=labels,
         check_missing=lambda missing: check_unknown_items(
             collection=collection, path=path, missing=missing

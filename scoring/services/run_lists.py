@@ -1,0 +1,272 @@
+"""A run's ranked lists as the import holds them: item ids in rank order, one Arrow
+string array per stage, read with bounded memory and encoded for storage without a
+Python object per id.
+
+Reading: a large TREC run is read by the engine's reader a piece at a time (whole
+queries per piece, ``CHUNK_BYTES`` of file each), so that only one piece's columns are
+ever held while it is validated and sorted; what is kept of each piece is its ids in
+rank order (~12 bytes an id). A TREC query's ranking depends on its own lines only, so
+the pieces give what the whole file gives, provided no query's lines are split between
+pieces. When they are (a file not grouped by query), or a piece is refused, the whole
+file is read again as one: its refusal then names the file and its line numbers, as
+always. The file's sha256 is computed on the same pass. This module imports numpy and
+pyarrow: ``import_run`` imports it when it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import engine
+from ._common import file_sha256
+from .errors import RunImportError
+
+#: Pieces of about this many bytes of a TREC file (~1M lines of a typical run) are read
+#: at a time; a file no larger is read whole.
+CHUNK_BYTES = 32 << 20
+
+
+@dataclass
+class StageRankings:
+    """One stage's rankings: ``ids[offsets[j]:offsets[j+1]]`` is query ``qids[j]``'s
+    ranking, best first (the engine's order, dedup already applied)."""
+
+    name: str
+    order: str
+    qids: list[str]
+    offsets: np.ndarray  # int64, len(qids) + 1
+    ids: pa.ChunkedArray
+    abstained: frozenset[str] = frozenset()
+    duplicates_removed: int = 0
+
+    @classmethod
+    def of(cls, run: engine.Run) -> StageRankings:
+        ordered = run.docids.take(pa.array(run.perm, type=pa.int64()))
+        if isinstance(ordered, pa.Array):
+            ordered = pa.chunked_array([ordered], type=pa.string())
+        return cls(
+            name=run.stage or "default",
+            order=run.order,
+            qids=list(run.qids),
+            offsets=np.asarray(run.offsets, dtype=np.int64),
+            ids=ordered,
+            abstained=run.abstained,
+            duplicates_removed=run.duplicates_removed,
+        )
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def batches(self, keep: np.ndarray, size: int) -> Iterator[ListBatch]:
+        """The kept queries' rankings (``keep``: a mask over ``qids``), ``size`` queries
+        at a time, in query order."""
+        for j0 in range(0, len(self.qids), size):
+            j1 = min(j0 + size, len(self.qids))
+            kept = np.flatnonzero(keep[j0:j1]) + j0
+            if kept.size == 0:
+                continue
+            lo, hi = int(self.offsets[j0]), int(self.offsets[j1])
+            if kept.size == j1 - j0:
+                ids = self.ids.slice(lo, hi - lo).combine_chunks()
+                offsets = self.offsets[j0 : j1 + 1] - lo
+            else:
+                lengths = self.offsets[kept + 1] - self.offsets[kept]
+                ids = self.ids.take(pa.array(_ranges(self.offsets[kept], lengths)))
+                ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+                offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            qids = [self.qids[j] for j in kept]
+            yield ListBatch(qids, offsets, ids, [q in self.abstained for q in qids])
+
+
+@dataclass
+class ListBatch:
+    """Consecutive rankings of one stage: ``ids[offsets[i]:offsets[i+1]]`` is
+    ``qids[i]``'s."""
+
+    qids: list[str]
+    offsets: np.ndarray
+    ids: pa.Array
+    abstained: list[bool]
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def lists(self) -> list[list[str]]:
+        flat = self.ids.to_pylist()
+        return [flat[a:b] for a, b in pairwise(self.offsets.tolist())]
+
+    def json_bodies(self, separator: str, *, ascii_only: bool) -> list[str] | None:
+        """Each ranking as the inside of its JSON array (``"a","b"``; ``""`` for an empty
+        one), built in Arrow; ``None`` when an id holds a character that JSON escapes
+        (``"``, ``\\``, a control character) or, with ``ascii_only``, any non-ASCII one:
+        the caller then encodes those lists one by one."""
+        data = _value_bytes(self.ids)
+        unsafe = (data < 0x20) | (data == 0x22) | (data == 0x5C)
+        if ascii_only:
+            unsafe |= data > 0x7E
+        if bool(unsafe.any()):
+            return None
+        quoted = pc.binary_join_element_wise('"', self.ids, '"', "")
+        nested = pa.ListArray.from_arrays(pa.array(self.offsets, type=pa.int32()), quoted)
+        bodies: list[str] = pc.binary_join(nested, separator).to_pylist()
+        return bodies
+
+    def pooled(
+        self, depth: int, query_pks: dict[str, int]
+    ) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+        """(query pk, item id, rank) of the first ``depth`` ids of each ranking whose query
+        the collection holds, as three columns."""
+        pks = np.array([query_pks.get(q, -1) for q in self.qids], dtype=np.int64)
+        lengths = np.diff(self.offsets)
+        take = np.where(pks >= 0, np.minimum(lengths, max(depth, 0)), 0)
+        rows = _ranges(self.offsets[:-1], take)
+        ranks = rows - np.repeat(self.offsets[:-1], take) + 1
+        return np.repeat(pks, take), self.ids.take(pa.array(rows)), ranks
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+
+
+def _value_bytes(arr: pa.Array) -> np.ndarray:
+    """The UTF-8 bytes of every string of ``arr``, back to back (no copy)."""
+    if len(arr) == 0:
+        return np.zeros(0, dtype=np.uint8)
+    large = pa.types.is_large_string(arr.type)
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64 if large else np.int32)
+    lo, hi = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    if data_buf is None:
+        return np.zeros(0, dtype=np.uint8)
+    return np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
+
+
+def read_rankings(path: Path, *, order: str, dedup: str) -> tuple[list[StageRankings], str]:
+    """Every stage of the run file and the file's sha256; a file the engine refuses
+    raises ``RunImportError`` with its messages (file name, line numbers)."""
+    if path.stat().st_size > CHUNK_BYTES and not _looks_jsonl(path):
+        pieces = _read_trec_pieces(path, order=order, dedup=dedup)
+        if pieces is not None:
+            return pieces
+    try:
+        runs = engine.read_run_stages(path, order=order, dedup=dedup)
+    except engine.EngineInputError as exc:
+        raise RunImportError(
+            f"{path.name}: the run was refused; nothing was imported.", exc.errors
+        ) from None
+    except engine.EngineError as exc:
+        raise RunImportError(str(exc)) from None
+    stages = []
+    while runs:  # each stage's columns go as soon as its ids are taken
+        stages.append(StageRankings.of(runs.pop(0)))
+    return stages, file_sha256(path)
+
+
+def _looks_jsonl(path: Path) -> bool:
+    """The engine's format detection (``read_run_stages``): a JSON Lines name or a
+    first character ``{``."""
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        return True
+    with path.open("rb") as fh:
+        return fh.read(4096).lstrip().startswith(b"{")
+
+
+class _NotInPieces(Exception):
+    """The file cannot be read a piece at a time; read it whole."""
+
+
+def _read_trec_pieces(
+    path: Path, *, order: str, dedup: str
+) -> tuple[list[StageRankings], str] | None:
+    """The TREC run read a piece at a time, or ``None`` to read it whole."""
+    digest = hashlib.sha256()
+    qids: list[str] = []
+    lengths: list[np.ndarray] = []
+    parts: list[pa.Array] = []
+    removed = 0
+    with tempfile.TemporaryDirectory(prefix="verity-run-") as tmp:
+        piece = Path(tmp) / "piece.trec"
+        try:
+            for chunk in _query_pieces(path, digest):
+                piece.write_bytes(chunk)
+                del chunk
+                try:
+                    (run,) = engine.read_run_stages(piece, order=order, dedup=dedup, fmt="trec")
+                except engine.EngineError:
+                    return None  # the whole file's read names the file and the lines
+                if len(qids) + len(run.qids) != len(set(qids).union(run.qids)):
+                    return None  # a query's lines are in two pieces
+                part = StageRankings.of(run)
+                del run
+                qids += part.qids
+                lengths.append(np.diff(part.offsets))
+                parts += part.ids.chunks
+                removed += part.duplicates_removed
+        except _NotInPieces:
+            return None
+    if not parts:
+        return None
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).astype(np.int64)
+    stage = StageRankings(
+        name="default",
+        order=order,
+        qids=qids,
+        offsets=offsets,
+        ids=pa.chunked_array(parts, type=pa.string()),
+        duplicates_removed=removed,
+    )
+    return [stage], digest.hexdigest()
+
+
+def _query_pieces(path: Path, digest: hashlib._Hash) -> Iterator[bytes | memoryview]:
+    """The file in pieces of about ``CHUNK_BYTES``, each ending where one query's lines
+    end and the next query's begin; every byte read goes into ``digest``."""
+    rest = b""
+    with path.open("rb") as fh:
+        while block := fh.read(CHUNK_BYTES):
+            digest.update(block)
+            buf = rest + block if rest else block
+            del block
+            cut = _last_query_start(buf)
+            if cut == 0:
+                if len(buf) > 4 * CHUNK_BYTES:
+                    raise _NotInPieces  # one query's lines fill several pieces
+                rest = buf
+                continue
+            yield memoryview(buf)[:cut]
+            rest = buf[cut:]
+    if rest:
+        yield rest
+
+
+def _last_query_start(buf: bytes) -> int:
+    """Where the lines of the last query with a complete line in ``buf`` begin (0 when
+    they begin at the start): cutting there keeps that query whole for the next piece."""
+    end = buf.rfind(b"\n") + 1
+    if end == 0:
+        return 0
+    start = buf.rfind(b"\n", 0, end - 1) + 1
+    qid = _first_field(buf, start, end)
+    while start > 0:
+        prev = buf.rfind(b"\n", 0, start - 1) + 1
+        if qid is None or _first_field(buf, prev, start) != qid:
+            return start
+        start = prev
+    return 0
+
+
+def _first_field(buf: bytes, start: int, end: int) -> bytes | None:
+    fields = buf[start:end].split(None, 1)
+    return fields[0] if fields else None
