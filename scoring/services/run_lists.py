@@ -32,7 +32,7 @@ from .errors import RunImportError
 
 #: Pieces of about this many bytes of a TREC file (~1M lines of a typical run) are read
 #: at a time; a file no larger is read whole.
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 16 << 20
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ._common import BATCH, User
 from .run_ids import UnknownIds, check_unknown_items, check_unknown_queries
 
 if TYPE_CHECKING:
-    from .run_lists import ListBatch
+    from .run_lists import ListBatch, StageRankings
 
 PROGRESS_LINES = 1_000_000  # COPY reports its progress every million ids
 _JSON = json.JSONEncoder(separators=(",", ":")).encode  # the C encoder, built once
@@ -142,6 +142,14 @@ class RunImportReport:
         return lines
 
 
+def _read_stages(path: Path, *, order: str, dedup: str) -> tuple[list[StageRankings], str]:
+    """Every stage's rankings and the file's sha256 (``run_lists``, which needs numpy
+    and pyarrow: imported when a run is read, not when the services are)."""
+    from . import run_lists
+
+    return run_lists.read_rankings(path, order=order, dedup=dedup)
+
+
 @transaction.atomic
 def import_run(
     *,
@@ -172,10 +180,7 @@ def import_run(
     ``progress`` hears of each phase: reading the file, storing the ranked lists (in
     lines), pooling the unjudged items (in queries).
     """
-    # Here, not at the top: every process imports the services; these need numpy/pyarrow.
-    import numpy as np
-
-    from . import run_lists
+    import numpy as np  # here, not at the top: every process imports the services
 
     progress = progress or Progress()
     if not _RUN_NAME.fullmatch(name):
@@ -188,7 +193,7 @@ def import_run(
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
     progress.phase(f"reading {path.name}")
-    stages, sha256 = run_lists.read_rankings(path, order=order, dedup=dedup)
+    stages, sha256 = _read_stages(path, order=order, dedup=dedup)
     query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
     unknown = check_unknown_queries(
         collection=collection,
