@@ -121,6 +121,19 @@ def test_rows_already_in_order_or_nearly_so(
     assert read_run(_file(tmp_path, "run.trec", text)).to_mapping() == expected
 
 
+def test_qrels_keep_the_files_order_within_a_query_on_both_paths(
+    tmp_path: Path, either: str
+) -> None:
+    # 300 interleaved lines: numpy's default sort is not stable beyond a handful of equal
+    # keys, so only a stable grouping keeps each query's docids in file order.
+    rows = [(f"q{i % 3}", f"d{(i * 7919) % 1000:03d}") for i in range(300)]
+    path = _file(tmp_path, "qrels.txt", "".join(f"{q} 0 {d} 1\n" for q, d in rows))
+    qrels = read_qrels(path)
+    assert qrels.qids == ("q0", "q1", "q2")
+    assert qrels.docids.to_pylist() == [d for q in ("q0", "q1", "q2") for r, d in rows if r == q]
+    assert qrels.offsets.tolist() == [0, 100, 200, 300]
+
+
 def test_runs_in_rank_order_read_the_same_on_both_paths(tmp_path: Path, either: str) -> None:
     text = (
         "q1 Q0 a 3 9 t\nq1 Q0 b 1 1 t\nq2 Q0 c 5 0 t\nq2 Q0 d 2 0 t\nq1 Q0 e 2 5 t\n"
