@@ -134,6 +134,33 @@ def test_qrels_keep_the_files_order_within_a_query_on_both_paths(
     assert qrels.offsets.tolist() == [0, 100, 200, 300]
 
 
+def test_a_presorted_run_with_ties_reads_as_trec_eval_orders_it(
+    tmp_path: Path, either: str
+) -> None:
+    # Rows query by query, scores never rising: only ties (equal query and score) can be
+    # out of trec_eval's order, which breaks them by docid descending. Ties at the start,
+    # middle and end of a query, two ties in a row, and one score shared across queries
+    # (a different query: not a tie).
+    rows = [
+        ("q1", "a", "9"), ("q1", "c", "9"), ("q1", "b", "9"),
+        ("q1", "x", "5"),
+        ("q1", "d", "4"), ("q1", "f", "4"),
+        ("q1", "e", "3"), ("q1", "g", "3"),
+        ("q2", "m", "3"), ("q2", "k", "3"), ("q2", "z", "2"),
+        ("q3", "p", "1"),
+        ("q4", "s", "1"), ("q4", "t", "0"), ("q4", "u", "0"),
+    ]  # fmt: skip
+    text = "".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(rows, start=1))
+    run = read_run(_file(tmp_path, "run.trec", text))
+    assert run.to_mapping() == {
+        "q1": ["c", "b", "a", "x", "f", "d", "g", "e"],
+        "q2": ["m", "k", "z"],
+        "q3": ["p"],
+        "q4": ["s", "u", "t"],
+    }
+    assert run.offsets.tolist() == [0, 8, 11, 12, 15]
+
+
 def test_runs_in_rank_order_read_the_same_on_both_paths(tmp_path: Path, either: str) -> None:
     text = (
         "q1 Q0 a 3 9 t\nq1 Q0 b 1 1 t\nq2 Q0 c 5 0 t\nq2 Q0 d 2 0 t\nq1 Q0 e 2 5 t\n"
