@@ -20,7 +20,14 @@ from judges.models import Proposal, ProposalState
 from judges.selectors import ACCEPTED_MARK
 from judges.services import accepted_proposals
 from judges.tasks import start_proposals
-from judgments.models import Collection, Judgment, ReviewTask, SnapshotJudgment, TaskStatus
+from judgments.models import (
+    Collection,
+    Judgment,
+    Query,
+    ReviewTask,
+    SnapshotJudgment,
+    TaskStatus,
+)
 from judgments.services import freeze_snapshot
 
 
@@ -101,9 +108,13 @@ def test_demo_judge_job_calibration_and_freeze(demo, jobs_inline, client):
     assert (snapshot.number, created) == (1, False)
     frozen = set(SnapshotJudgment.objects.filter(snapshot=snapshot).values_list("query", "item"))
     assert frozen == human_pairs
-    # What an accepting policy would add: the proposals of the pooled pairs only.
+    # What an accepting policy would add: the proposals of the pooled pairs only, and
+    # none on a query people confirmed has no answer.
+    no_answer = set(Query.objects.filter(collection=demo, status="no_answer").values_list("pk"))
     accepted = accepted_proposals(demo, "local-baseline")
-    assert {(p.query_id, p.item_id) for p in accepted} == pooled
+    assert {(p.query_id, p.item_id) for p in accepted} == {
+        (q, i) for q, i in pooled if (q,) not in no_answer
+    }
 
     # The queue shows the proposal of the item on screen; "a" accepts it.
     reviewer = get_user_model().objects.get(username="reviewer")
