@@ -66,6 +66,12 @@ def judge_policy(request: HttpRequest, collection: Collection) -> HttpResponse:
 
 
 class JudgeConfigForm(forms.ModelForm):
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="e.g. http://127.0.0.1:8080/v1 (…/chat/completions is added)",
+    )
+
     class Meta:
         model = JudgeConfig
         fields = [
