@@ -7,6 +7,8 @@ from typing import Any
 
 from django.contrib import admin
 
+from judgments.admin import ReadOnlyAdmin
+
 from .models import JudgeConfig, Proposal, ProposalDecision
 
 
@@ -17,25 +19,19 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     search_fields = ["name", "model"]
     readonly_fields = ["created_at"]
 
-
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
-        return False
+    def formfield_for_dbfield(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
+        if db_field.name == "base_url":
+            kwargs["assume_scheme"] = "https"  # Django 6's default, said now
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
 
 @admin.register(Proposal)
-class ProposalAdmin(ReadOnly):
+class ProposalAdmin(ReadOnlyAdmin):
     list_display = ["judge", "collection", "query", "item", "grade", "state", "created_at"]
     list_filter = ["collection", "judge", "state"]
 
 
 @admin.register(ProposalDecision)
-class ProposalDecisionAdmin(ReadOnly):
+class ProposalDecisionAdmin(ReadOnlyAdmin):
     list_display = ["proposal", "outcome", "grade", "user", "created_at"]
     list_filter = ["outcome"]
