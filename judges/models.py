@@ -1,9 +1,11 @@
 """Model judges: their configuration per collection, and the grades they propose.
 
 A ``Proposal`` is never a ``Judgment``: it is stored apart, with its provenance, and
-enters a snapshot only where a collection's resolution policy says so explicitly
-(``judges.services.accepted_proposals``). The built-in ``local-baseline`` judge needs
-no row: ``judges.selectors.judge_named`` gives it to every collection.
+enters a snapshot only where a collection's ``model_labels`` setting names its judge
+(``judges.services.accepted_proposals``, frozen with the judge as the label's source).
+A ``ProposalDecision`` records what a reviewer did with a proposal shown in the queue.
+The built-in ``local-baseline`` judge needs no row: ``judges.selectors.judge_named``
+gives it to every collection.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from judges.models import DecisionOutcome, Proposal, ProposalDecision, ProposalState, Provider
+from judges.models import DecisionOutcome, ProposalDecision
 from judgments.models import Judgment
 from judgments.services import queue_unjudged, set_membership
-from tests.factories import make_collection, make_item, make_query, make_user
+from tests.factories import make_collection, make_item, make_proposal, make_query, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,19 +25,7 @@ def test_accept_with_a_and_override_with_a_digit_are_both_recorded(page, login):
         source="run bm25",
     )
     for item in items:
-        Proposal.objects.create(
-            collection=collection,
-            query=query,
-            item=item,
-            judge="local-baseline",
-            provider=Provider.LOCAL,
-            model="wordllama test",
-            prompt_version="baseline-v1",
-            prompt_hash="0" * 64,
-            grade=2,
-            rationale="cosine similarity 0.61",
-            state=ProposalState.OK,
-        )
+        make_proposal(query=query, item=item, grade=2, rationale="cosine similarity 0.61")
     ana = make_user("ana")
     set_membership(collection=collection, user=ana, role="reviewer")
     login(page, ana)

@@ -11,34 +11,12 @@ import pytest
 from django.test import Client
 
 from judges.calibration import run_orderings
-from judges.models import (
-    DecisionOutcome,
-    JudgeConfig,
-    Proposal,
-    ProposalDecision,
-    ProposalState,
-    Provider,
-)
+from judges.models import DecisionOutcome, JudgeConfig, Proposal, ProposalDecision, Provider
 from judges.selectors import ACCEPTED_MARK, calibration_of
 from judgments import extensions
 from judgments.models import Judgment, ReviewTask, TaskStatus
 from judgments.services import set_membership
-from tests.factories import make_item, make_query, make_user
-
-
-def proposal(collection, query, item, grade: int) -> Proposal:
-    return Proposal.objects.create(
-        collection=collection,
-        query=query,
-        item=item,
-        judge="local-baseline",
-        provider=Provider.LOCAL,
-        model="wordllama test",
-        prompt_version="baseline-v1",
-        prompt_hash="0" * 64,
-        grade=grade,
-        state=ProposalState.OK,
-    )
+from tests.factories import make_item, make_proposal, make_query, make_user
 
 
 @pytest.fixture
@@ -51,7 +29,7 @@ def queue(collection_graded):
         q = make_query(collection_graded, external_id=f"q{n}")
         i = make_item(collection_graded, external_id=f"d{n}")
         ReviewTask.objects.create(collection=collection_graded, query=q, item=i, source="run")
-        shown.append(proposal(collection_graded, q, i, 2))
+        shown.append(make_proposal(query=q, item=i, grade=2))
     client = Client()
     client.force_login(reviewer)
     return collection_graded, reviewer, client, shown

@@ -17,7 +17,6 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from judges.models import Proposal, ProposalState, Provider
 from judgments.models import Snapshot, SnapshotJudgment, SnapshotUnjudged
 from judgments.selectors import snapshot_canonical_lines
 from judgments.services import (
@@ -28,7 +27,7 @@ from judgments.services import (
     set_membership,
     update_collection_settings,
 )
-from tests.factories import make_user
+from tests.factories import make_proposal, make_user
 from tests.judgments.test_snapshots import Tiny, canonical_text, edited, fill, sha256
 
 pytestmark = pytest.mark.django_db
@@ -38,20 +37,8 @@ LAST_JUDGMENT = '["judgment","q-vaccines","Ärzteblatt-42",2]'
 UNJUDGED = '["unjudged","q-zinc","forum-4411"]'
 
 
-def propose(tiny: Tiny, qid: str, item: str, grade: int | None, judge: str = JUDGE) -> Proposal:
-    return Proposal.objects.create(
-        collection=tiny.collection,
-        query=tiny.queries[qid],
-        item=tiny.items[item],
-        judge=judge,
-        provider=Provider.LOCAL,
-        model="wordllama test",
-        prompt_version="baseline-v1",
-        prompt_hash="0" * 64,
-        grade=grade,
-        state=ProposalState.OK if grade is not None else ProposalState.FAILED,
-        failure_reason="" if grade is not None else "no grade in the answer",
-    )
+def propose(tiny: Tiny, qid: str, item: str, grade: int | None) -> None:
+    make_proposal(query=tiny.queries[qid], item=tiny.items[item], grade=grade)
 
 
 @pytest.fixture
