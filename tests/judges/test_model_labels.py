@@ -133,7 +133,14 @@ def test_a_model_label_hashes_apart_from_a_persons_label_of_the_same_grade(propo
 
 def test_qrels_exports_carry_the_model_labels_and_say_who_made_them(proposed, run_command):
     accept(proposed)
-    snapshot, _ = freeze_snapshot(collection=proposed.collection, by=None)
+    evaluator = make_user("eva")
+    set_membership(collection=proposed.collection, user=evaluator, role="evaluator")
+    api = APIClient()
+    api.force_authenticate(evaluator)
+    # Frozen over the API: every path goes through the service, which asks the judges app.
+    frozen = api.post("/api/collections/health-graded/snapshots/", {"note": ""}, format="json")
+    assert frozen.status_code == 201 and frozen.json()["model_labels"] == {JUDGE: 1}
+    snapshot = Snapshot.objects.get(number=1)
     out, err = run_command("export_qrels", "health-graded", "--snapshot", "1")
     assert out == (
         "q-measles 0 NHS-mmr 0\n"
@@ -151,10 +158,6 @@ def test_qrels_exports_carry_the_model_labels_and_say_who_made_them(proposed, ru
     jsonl, _ = run_command("export_qrels", "health-graded", "--snapshot", "1", "--format", "jsonl")
     assert hashlib.sha256(jsonl.encode()).hexdigest() == snapshot.content_hash
 
-    evaluator = make_user("eva")
-    set_membership(collection=proposed.collection, user=evaluator, role="evaluator")
-    api = APIClient()
-    api.force_authenticate(evaluator)
     answer = api.get("/api/collections/health-graded/snapshots/1/qrels")
     assert b"".join(answer.streaming_content).decode() == out
     assert answer["Verity-Label-Sources"] == "people=5, model:local-baseline=1"
@@ -241,3 +244,19 @@ def test_a_policy_naming_a_judge_that_is_gone_refuses_to_freeze(proposed):
     with pytest.raises(VerityError, match="deleted-judge"):
         freeze_snapshot(collection=proposed.collection, by=None)
     assert not Snapshot.objects.exists()
+
+
+def test_a_freeze_job_applies_the_policy_and_its_summary_counts_by_judge(proposed, jobs_inline):
+    from jobs.models import Job, JobState
+    from judgments.tasks import start_freeze
+
+    accept(proposed)
+    with jobs_inline():
+        job = start_freeze(collection=proposed.collection, note="job")
+    job = Job.objects.get(pk=job.pk)
+    assert job.state == JobState.DONE, job.error
+    assert job.result["summary"].endswith(
+        "Labels: 6 labels: 5 by people, 1 by model judge local-baseline "
+        "(accepted where no person assessed the pair)."
+    )
+    assert Snapshot.objects.get().model_labels == {JUDGE: 1}
