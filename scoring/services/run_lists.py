@@ -193,9 +193,11 @@ def _read_trec_pieces(
     """The TREC run read a piece at a time, or ``None`` to read it whole."""
     digest = hashlib.sha256()
     qids: list[str] = []
+    seen: set[str] = set()
     lengths: list[np.ndarray] = []
     parts: list[pa.Array] = []
     removed = 0
+    first_order = ""
     with tempfile.TemporaryDirectory(prefix="verity-run-") as tmp:
         piece = Path(tmp) / "piece.trec"
         try:
@@ -206,10 +208,12 @@ def _read_trec_pieces(
                     (run,) = engine.read_run_stages(piece, order=order, dedup=dedup, fmt="trec")
                 except engine.EngineError:
                     return None  # the whole file's read names the file and the lines
-                if len(qids) + len(run.qids) != len(set(qids).union(run.qids)):
+                if not seen.isdisjoint(run.qids):
                     return None  # a query's lines are in two pieces
+                seen.update(run.qids)
                 part = StageRankings.of(run)
                 del run
+                first_order = first_order or part.order
                 qids += part.qids
                 lengths.append(np.diff(part.offsets))
                 parts += part.ids.chunks
@@ -221,7 +225,7 @@ def _read_trec_pieces(
     offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).astype(np.int64)
     stage = StageRankings(
         name="default",
-        order=order,
+        order=first_order,
         qids=qids,
         offsets=offsets,
         ids=pa.chunked_array(parts, type=pa.string()),
@@ -253,20 +257,47 @@ def _query_pieces(path: Path, digest: hashlib._Hash) -> Iterator[bytes | memoryv
 
 def _last_query_start(buf: bytes) -> int:
     """Where the lines of the last query with a complete line in ``buf`` begin (0 when
-    they begin at the start): cutting there keeps that query whole for the next piece."""
+    they begin at the start): cutting there keeps that query whole for the next piece.
+
+    A gallop back from the last line, then a binary search, each probe reading one line:
+    a query may have a million lines. Any line start is a safe cut (a query found in two
+    pieces sends the file to the whole read); this one is where the query changes."""
     end = buf.rfind(b"\n") + 1
     if end == 0:
         return 0
-    start = buf.rfind(b"\n", 0, end - 1) + 1
-    qid = _first_field(buf, start, end)
-    while start > 0:
-        prev = buf.rfind(b"\n", 0, start - 1) + 1
-        if qid is None or _first_field(buf, prev, start) != qid:
-            return start
-        start = prev
-    return 0
+    hi = _line_start(buf, end - 1)  # a line of the last query
+    qid = _qid_at(buf, hi)
+    if qid is None:
+        return hi
+    step = 1 << 12
+    while True:  # find a line of another query before it
+        if hi - step <= 0:
+            if _qid_at(buf, 0) == qid:
+                return 0
+            lo = 0
+            break
+        probe = _line_start(buf, hi - step)
+        if _qid_at(buf, probe) != qid:
+            lo = probe
+            break
+        hi, step = probe, step * 2
+    while True:  # the line at lo is another query's, the line at hi the last query's
+        after_lo = buf.find(b"\n", lo) + 1
+        if after_lo >= hi:
+            return hi
+        mid = _line_start(buf, (after_lo + hi) // 2)
+        if _qid_at(buf, mid) == qid:
+            hi = mid
+        else:
+            lo = mid
 
 
-def _first_field(buf: bytes, start: int, end: int) -> bytes | None:
-    fields = buf[start:end].split(None, 1)
+def _line_start(buf: bytes, pos: int) -> int:
+    return buf.rfind(b"\n", 0, pos) + 1
+
+
+def _qid_at(buf: bytes, start: int) -> bytes | None:
+    """The first field of the line starting at ``start`` (``None`` for a blank line)."""
+    end = buf.find(b"\n", start)
+    fields = buf[start : end if end >= 0 else len(buf)].split(None, 1)
     return fields[0] if fields else None

@@ -197,3 +197,31 @@ def test_pieces_end_where_a_query_ends(monkeypatch, tmp_path):
     lasts = [p.rstrip(b"\n").rsplit(b"\n", 1)[-1].split(b" ", 1)[0] for p in pieces]
     assert len(pieces) > 5
     assert all(a != b for a, b in zip(lasts, firsts[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_cut_falls_where_the_last_query_begins(seed):
+    """Random buffers: queries of 1 to 3,000 lines (some far deeper than the gallop's
+    first step), now and then a blank line between them, an unfinished line at the end.
+    Grouped by query, the cut is where the last query begins; not grouped (a query comes
+    back), it is still a line start (the reader then finds the query in two pieces)."""
+    rng = random.Random(seed)
+    grouped = seed % 4 != 0
+    lines: list[bytes] = []
+    for q in range(rng.randrange(1, 6)):
+        qid = (f"q{q}" if grouped else rng.choice([f"q{q}", "q7"])).encode()
+        lines += [qid + b" Q0 d%d 1 1.0 t\n" % r for r in range(rng.choice([1, 2, 50, 3000]))]
+        if rng.random() < 0.2:
+            lines.append(b"\n")
+    buf = b"".join(lines) + rng.choice([b"", b"q9 Q0 d1", b"q0 Q0"])
+
+    cut = run_lists._last_query_start(buf)
+
+    assert cut == 0 or buf[cut - 1 : cut] == b"\n"  # a line start
+    if grouped:
+        complete = buf[: buf.rfind(b"\n") + 1].splitlines(keepends=True)
+        last = complete[-1].split(None, 1)[:1]
+        start = len(complete)
+        while start > 0 and complete[start - 1].split(None, 1)[:1] == last:
+            start -= 1
+        assert cut == (0 if start == 0 else len(b"".join(complete[:start])))
