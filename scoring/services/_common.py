@@ -17,3 +17,9 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class ReadWhole(Exception):
+    """A run file cannot be read a piece at a time (a piece refused, a query in two
+    pieces, an unknown query to refuse): read it whole, which names the file and its
+    lines in any refusal (``run_lists``, ``runs``)."""

@@ -18,15 +18,11 @@ from collections.abc import Callable, Iterable
 from collections.abc import Collection as Ids
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from judgments.formats import MAX_LISTED
 from judgments.models import Collection
 
 from .errors import RunImportError
-
-if TYPE_CHECKING:
-    from .run_lists import StageRankings
 
 LINES_SHOWN = 5  # line numbers named per unknown id
 
@@ -66,7 +62,7 @@ def check_unknown_queries(
     *,
     collection: Collection,
     path: Path,
-    stages: Iterable[StageRankings],
+    qids: Iterable[str],
     known: Ids[str],
     ignore: bool,
 ) -> UnknownIds:
@@ -75,10 +71,11 @@ def check_unknown_queries(
     Refused (``RunImportError`` naming each id with its lines, 25 ids at most) unless
     ``ignore``; then the caller leaves those queries out and reports the count.
     """
-    unknown = sorted({q for s in stages for q in s.qids} - set(known))
+    unknown = sorted(set(qids) - set(known))
     if not unknown:
         return UnknownIds()
-    lines = _lines_naming(path, lambda qid, _docids: qid in unknown)
+    wanted = set(unknown)
+    lines = _lines_naming(path, lambda qid, _docids: qid in wanted)
     found = UnknownIds(query_ids=unknown, query_lines=sum(len(n) for n in lines.values()))
     if ignore:
         return found

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import engine
-from ._common import file_sha256
+from ._common import ReadWhole, file_sha256
 from .errors import RunImportError
 
 #: Pieces of about this many bytes of a TREC file (~1M lines of a typical run) are read
@@ -153,13 +153,20 @@ def _value_bytes(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
 
 
-def read_rankings(path: Path, *, order: str, dedup: str) -> tuple[list[StageRankings], str]:
-    """Every stage of the run file and the file's sha256; a file the engine refuses
-    raises ``RunImportError`` with its messages (file name, line numbers)."""
-    if path.stat().st_size > CHUNK_BYTES and not _looks_jsonl(path):
-        pieces = _read_trec_pieces(path, order=order, dedup=dedup)
-        if pieces is not None:
-            return pieces
+def read_rankings(
+    path: Path, *, order: str, dedup: str, pieces: bool = True
+) -> tuple[list[StageRankings], str]:
+    """Every stage of the run file and the file's sha256, a large TREC file in pieces
+    unless ``pieces`` is false; a file the engine refuses raises ``RunImportError`` with
+    its messages (file name, line numbers)."""
+    if pieces and in_pieces(path):
+        trec = TrecPieces(path, order=order, dedup=dedup)
+        try:
+            parts = list(trec)
+        except ReadWhole:
+            pass
+        else:
+            return [trec.joined(parts)], trec.sha256
     try:
         runs = engine.read_run_stages(path, order=order, dedup=dedup)
     except engine.EngineInputError as exc:
@@ -174,6 +181,11 @@ def read_rankings(path: Path, *, order: str, dedup: str) -> tuple[list[StageRank
     return stages, file_sha256(path)
 
 
+def in_pieces(path: Path) -> bool:
+    """True for a TREC run large enough to be read a piece at a time."""
+    return path.stat().st_size > CHUNK_BYTES and not _looks_jsonl(path)
+
+
 def _looks_jsonl(path: Path) -> bool:
     """The engine's format detection (``read_run_stages``): a JSON Lines name or a
     first character ``{``."""
@@ -183,55 +195,52 @@ def _looks_jsonl(path: Path) -> bool:
         return fh.read(4096).lstrip().startswith(b"{")
 
 
-class _NotInPieces(Exception):
-    """The file cannot be read a piece at a time; read it whole."""
+class TrecPieces:
+    """A TREC run's pieces as ``StageRankings``, read as they are iterated (iterating
+    raises ``ReadWhole`` when the file must be read whole). Once all are read:
+    ``sha256`` of the file, ``order`` as the reader records it, ``duplicates_removed``."""
 
+    def __init__(self, path: Path, *, order: str, dedup: str) -> None:
+        self.path, self.order, self.dedup = path, order, dedup
+        self.sha256 = ""
+        self.duplicates_removed = 0
 
-def _read_trec_pieces(
-    path: Path, *, order: str, dedup: str
-) -> tuple[list[StageRankings], str] | None:
-    """The TREC run read a piece at a time, or ``None`` to read it whole."""
-    digest = hashlib.sha256()
-    qids: list[str] = []
-    seen: set[str] = set()
-    lengths: list[np.ndarray] = []
-    parts: list[pa.Array] = []
-    removed = 0
-    first_order = ""
-    with tempfile.TemporaryDirectory(prefix="verity-run-") as tmp:
-        piece = Path(tmp) / "piece.trec"
-        try:
-            for chunk in _query_pieces(path, digest):
+    def __iter__(self) -> Iterator[StageRankings]:
+        digest = hashlib.sha256()
+        seen: set[str] = set()
+        with tempfile.TemporaryDirectory(prefix="verity-run-") as tmp:
+            piece = Path(tmp) / "piece.trec"
+            for chunk in _query_pieces(self.path, digest):
                 piece.write_bytes(chunk)
                 del chunk
                 try:
-                    (run,) = engine.read_run_stages(piece, order=order, dedup=dedup, fmt="trec")
+                    (run,) = engine.read_run_stages(
+                        piece, order=self.order, dedup=self.dedup, fmt="trec"
+                    )
                 except engine.EngineError:
-                    return None  # the whole file's read names the file and the lines
+                    raise ReadWhole from None
                 if not seen.isdisjoint(run.qids):
-                    return None  # a query's lines are in two pieces
+                    raise ReadWhole  # a query's lines are in two pieces
                 seen.update(run.qids)
                 part = StageRankings.of(run)
                 del run
-                first_order = first_order or part.order
-                qids += part.qids
-                lengths.append(np.diff(part.offsets))
-                parts += part.ids.chunks
-                removed += part.duplicates_removed
-        except _NotInPieces:
-            return None
-    if not parts:
-        return None
-    offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).astype(np.int64)
-    stage = StageRankings(
-        name="default",
-        order=first_order,
-        qids=qids,
-        offsets=offsets,
-        ids=pa.chunked_array(parts, type=pa.string()),
-        duplicates_removed=removed,
-    )
-    return [stage], digest.hexdigest()
+                self.order = part.order
+                self.duplicates_removed += part.duplicates_removed
+                yield part
+        if not seen:
+            raise ReadWhole  # no data line: the whole read says so
+        self.sha256 = digest.hexdigest()
+
+    def joined(self, parts: list[StageRankings]) -> StageRankings:
+        lengths = [np.diff(part.offsets) for part in parts]
+        return StageRankings(
+            name="default",
+            order=self.order,
+            qids=[q for part in parts for q in part.qids],
+            offsets=np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).astype(np.int64),
+            ids=pa.chunked_array([c for part in parts for c in part.ids.chunks], type=pa.string()),
+            duplicates_removed=self.duplicates_removed,
+        )
 
 
 def _query_pieces(path: Path, digest: hashlib._Hash) -> Iterator[bytes | memoryview]:
@@ -246,7 +255,7 @@ def _query_pieces(path: Path, digest: hashlib._Hash) -> Iterator[bytes | memoryv
             cut = _last_query_start(buf)
             if cut == 0:
                 if len(buf) > 4 * CHUNK_BYTES:
-                    raise _NotInPieces  # one query's lines fill several pieces
+                    raise ReadWhole  # one query's lines fill several pieces
                 rest = buf
                 continue
             yield memoryview(buf)[:cut]

@@ -18,7 +18,7 @@ from judgments.services import InvariantError, pool_items
 from verity_limits import SLUG_MAX
 
 from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
-from ._common import BATCH, User
+from ._common import BATCH, ReadWhole, User
 from .run_ids import UnknownIds, check_unknown_items, check_unknown_queries
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ class _ListWriter:
     would escape): ``COPY`` on PostgreSQL, whose server parses the JSON; ``executemany``
     elsewhere, of the very text Django's ``JSONField`` writes there (``json.dumps``)."""
 
-    def __init__(self, stage: RunStage, progress: Progress) -> None:
-        self.stage, self.progress = stage, progress
+    def __init__(self, stage_pk: int, progress: Progress) -> None:
+        self.stage_pk, self.progress = stage_pk, progress
         self.rows: list[tuple[int, str, str, bool]] = []
         self.lines = 0
         self.copy: Any = None
@@ -63,14 +63,14 @@ class _ListWriter:
             texts = [(_JSON if postgres else json.dumps)(items) for items in batch.lists()]
         rows = zip(batch.qids, texts, batch.abstained, strict=True)
         if not postgres:
-            self.rows += ((self.stage.pk, qid, text, abst) for qid, text, abst in rows)
+            self.rows += ((self.stage_pk, qid, text, abst) for qid, text, abst in rows)
             self._flush()
             return
         # COPY's text format: the JSON built in Arrow holds no backslash, tab or newline.
         escape = bodies is None
         self.copy.write(
             "".join(
-                f"{self.stage.pk}\t{qid.translate(_COPY_TEXT)}\t"
+                f"{self.stage_pk}\t{qid.translate(_COPY_TEXT)}\t"
                 f"{text.translate(_COPY_TEXT) if escape else text}\t{'t' if abst else 'f'}\n"
                 for qid, text, abst in rows
             )
@@ -142,12 +142,14 @@ class RunImportReport:
         return lines
 
 
-def _read_stages(path: Path, *, order: str, dedup: str) -> tuple[list[StageRankings], str]:
+def _read_stages(
+    path: Path, *, order: str, dedup: str, pieces: bool = True
+) -> tuple[list[StageRankings], str]:
     """Every stage's rankings and the file's sha256 (``run_lists``, which needs numpy
     and pyarrow: imported when a run is read, not when the services are)."""
     from . import run_lists
 
-    return run_lists.read_rankings(path, order=order, dedup=dedup)
+    return run_lists.read_rankings(path, order=order, dedup=dedup, pieces=pieces)
 
 
 @transaction.atomic
@@ -179,9 +181,11 @@ def import_run(
     that holds its whole corpus refuses pooled item ids it lacks (``run_ids``).
     ``progress`` hears of each phase: reading the file, storing the ranked lists (in
     lines), pooling the unjudged items (in queries).
-    """
-    import numpy as np  # here, not at the top: every process imports the services
 
+    On PostgreSQL a TREC run larger than ``run_lists.CHUNK_BYTES`` is stored as it is
+    read, a piece at a time (``_Writing.as_read``); anything else is read whole, then
+    stored (``_Writing.after_reading``). Both store the same rows.
+    """
     progress = progress or Progress()
     if not _RUN_NAME.fullmatch(name):
         raise InvariantError(
@@ -193,72 +197,45 @@ def import_run(
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
     progress.phase(f"reading {path.name}")
-    stages, sha256 = _read_stages(path, order=order, dedup=dedup)
     query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
-    unknown = check_unknown_queries(
+    writing = _Writing(
         collection=collection,
+        name=name,
         path=path,
-        stages=stages,
-        known=query_pks.keys(),
-        ignore=ignore_unknown_queries,
+        query_pks=query_pks,
+        depth=collection.pool_depth if pool_depth is None else pool_depth,
+        progress=progress,
     )
-    skipped = set(unknown.query_ids)
-    fmt = "jsonl" if stages[0].order == "list" else "trec"
-    try:
-        # Another import of the same name may have committed since the check above (two
-        # CLI imports, or the API and a job): the unique constraint decides, and the
-        # loser hears the same sentence as if it had come second.
-        with transaction.atomic():
-            run = Run.objects.create(
-                collection=collection,
-                name=name,
-                description=description,
-                source_filename=path.name,
-                source_sha256=sha256,
-                source_format=fmt,
-                order_rule=stages[0].order,
-                dedup_policy=dedup,
-                duplicates_dropped=sum(s.duplicates_removed for s in stages),
-                created_by=by,
-            )
-    except IntegrityError:
-        raise _name_taken(collection, name) from None
-    report = RunImportReport(run=run, stages=[], unknown=unknown)
-    depth = collection.pool_depth if pool_depth is None else pool_depth
-    report.pool_depth = depth
-    run_qids = {q for s in stages for q in s.qids}
-    pooled: list[tuple[np.ndarray, Any, np.ndarray, int]] = []  # query pks, ids, ranks, stage
-    labels: list[str] = []
-    progress.phase("storing ranked lists", sum(len(s) for s in stages))
-    for position in range(len(stages)):
-        rankings = stages.pop(0)  # its ids are let go once its lists are stored
-        stage_name = rankings.name
-        kept = np.fromiter((q not in skipped for q in rankings.qids), dtype=bool)
-        lengths = np.diff(rankings.offsets)[kept]
-        stage = RunStage.objects.create(
-            run=run,
-            name=stage_name,
-            position=position,
-            depth=int(lengths.max()) if lengths.size else 0,
-            n_queries=int(kept.sum()),
-            n_rows=int(lengths.sum()),
+    fields = {"description": description, "dedup_policy": dedup, "created_by": by}
+    report: RunImportReport | None = None
+    pieces = connection.vendor == "postgresql" and _in_pieces(path)
+    if pieces:
+        try:
+            with transaction.atomic():  # undone if the file must be read whole after all
+                report = writing.as_read(
+                    order=order, dedup=dedup, ignore=ignore_unknown_queries, fields=fields
+                )
+        except ReadWhole:
+            writing.pooled.clear()
+    if report is None:
+        report = writing.after_reading(
+            order=order,
+            dedup=dedup,
+            ignore=ignore_unknown_queries,
+            fields=fields,
+            pieces=not pieces,  # pieces that did not do once will not do again
         )
-        report.stages.append(stage)
-        labels.append(f"run {name}" if stage_name == "default" else f"run {name} / {stage_name}")
-        with _ListWriter(stage, progress) as lists:
-            for batch in rankings.batches(kept, BATCH):
-                lists.add(batch)
-                pooled.append((*batch.pooled(depth, query_pks), position))
-        del rankings
-    report.queries_not_in_collection = sorted(run_qids - query_pks.keys())
     outcome = pool_items(
         collection=collection,
         rows=(
             row
-            for pks, ids, ranks, position in pooled
+            for pks, ids, ranks, position in writing.pooled
             for row in zip(pks.tolist(), ids.to_pylist(), ranks.tolist(), repeat(position))
         ),
-        labels=labels,
+        labels=[
+            f"run {name}" if stage.name == "default" else f"run {name} / {stage.name}"
+            for stage in report.stages
+        ],
         check_missing=lambda missing: check_unknown_items(
             collection=collection, path=path, missing=missing
         ),
@@ -267,6 +244,166 @@ def import_run(
     report.placeholders_created = report.unknown.item_ids = len(outcome.placeholders)
     report.unjudged_found, report.newly_queued = outcome.unjudged, outcome.queued
     return report
+
+
+def _in_pieces(path: Path) -> bool:
+    from .run_lists import in_pieces
+
+    return in_pieces(path)
+
+
+@dataclass
+class _Writing:
+    """One import's storing of its lists: the two orders in which it is done, and the
+    pooled pairs it collects on the way (query pks, item ids, ranks, stage index)."""
+
+    collection: Collection
+    name: str
+    path: Path
+    query_pks: dict[str, int]
+    depth: int
+    progress: Progress
+    pooled: list[tuple[Any, Any, Any, int]] = field(default_factory=list)
+
+    def after_reading(
+        self, *, order: str, dedup: str, ignore: bool, fields: dict[str, Any], pieces: bool
+    ) -> RunImportReport:
+        """Read the whole file (``_read_stages``), then store: the run, then per stage its
+        row and its lists."""
+        import numpy as np
+
+        stages, sha256 = _read_stages(self.path, order=order, dedup=dedup, pieces=pieces)
+        run_qids = {q for s in stages for q in s.qids}
+        unknown = check_unknown_queries(
+            collection=self.collection,
+            path=self.path,
+            qids=run_qids,
+            known=self.query_pks.keys(),
+            ignore=ignore,
+        )
+        run = self._run(stages, sha256=sha256, order_rule=stages[0].order, fields=fields)
+        report = RunImportReport(run=run, stages=[], unknown=unknown, pool_depth=self.depth)
+        skipped = set(unknown.query_ids)
+        self.progress.phase("storing ranked lists", sum(len(s) for s in stages))
+        for position in range(len(stages)):
+            rankings = stages.pop(0)  # its ids are let go once its lists are stored
+            kept = np.fromiter((q not in skipped for q in rankings.qids), dtype=bool)
+            stage = RunStage.objects.create(
+                run=run, name=rankings.name, position=position, **_counts(rankings, kept)
+            )
+            report.stages.append(stage)
+            with _ListWriter(stage.pk, self.progress) as lists:
+                self._write(lists, rankings, kept, position)
+            del rankings
+        report.queries_not_in_collection = sorted(run_qids - self.query_pks.keys())
+        return report
+
+    def as_read(
+        self, *, order: str, dedup: str, ignore: bool, fields: dict[str, Any]
+    ) -> RunImportReport:
+        """PostgreSQL, a TREC run read in pieces: each piece's lists are copied while the
+        next piece is read, so that the server's work and the reading overlap. The run's
+        and the stage's rows come last (their counts and the file's sha256 are known only
+        then), under primary keys drawn first: the foreign keys are checked at commit.
+        Raises ``ReadWhole`` (the caller's savepoint undoes the lists) when the pieces do
+        not do: the whole read then refuses the file, naming its lines, or stores it. A
+        query the collection lacks, not ignored, stops the storing; the file is read on for
+        the refusal, which names every unknown query's lines."""
+        import numpy as np
+
+        from .run_lists import TrecPieces
+
+        run_pk, stage_pk = _draw_pks(Run, RunStage)
+        pieces = TrecPieces(self.path, order=order, dedup=dedup)
+        qids: set[str] = set()
+        counts = {"depth": 0, "n_queries": 0, "n_rows": 0}
+        refusing = False
+        self.progress.phase("storing ranked lists")
+        with _ListWriter(stage_pk, self.progress) as lists:
+            for piece in pieces:
+                qids.update(piece.qids)
+                kept = np.fromiter((q in self.query_pks for q in piece.qids), dtype=bool)
+                refusing = refusing or not (ignore or kept.all())
+                if refusing:
+                    continue
+                part = _counts(piece, kept)
+                counts["depth"] = max(counts["depth"], part["depth"])
+                counts["n_queries"] += part["n_queries"]
+                counts["n_rows"] += part["n_rows"]
+                self._write(lists, piece, kept, 0)
+        unknown = check_unknown_queries(
+            collection=self.collection,
+            path=self.path,
+            qids=qids,
+            known=self.query_pks.keys(),
+            ignore=ignore,
+        )
+        run = self._run(
+            [pieces],
+            sha256=pieces.sha256,
+            order_rule=pieces.order,
+            fields=fields,
+            pk=run_pk,
+        )
+        stage = RunStage.objects.create(pk=stage_pk, run=run, name="default", position=0, **counts)
+        report = RunImportReport(run=run, stages=[stage], unknown=unknown, pool_depth=self.depth)
+        report.queries_not_in_collection = sorted(qids - self.query_pks.keys())
+        return report
+
+    def _run(
+        self,
+        stages: list[Any],
+        *,
+        sha256: str,
+        order_rule: str,
+        fields: dict[str, Any],
+        pk: int | None = None,
+    ) -> Run:
+        try:
+            # Another import of the same name may have committed since the check above (two
+            # CLI imports, or the API and a job): the unique constraint decides, and the
+            # loser hears the same sentence as if it had come second.
+            with transaction.atomic():
+                return Run.objects.create(
+                    pk=pk,
+                    collection=self.collection,
+                    name=self.name,
+                    source_filename=self.path.name,
+                    source_sha256=sha256,
+                    source_format="jsonl" if order_rule == "list" else "trec",
+                    order_rule=order_rule,
+                    duplicates_dropped=sum(s.duplicates_removed for s in stages),
+                    **fields,
+                )
+        except IntegrityError:
+            raise _name_taken(self.collection, self.name) from None
+
+    def _write(self, lists: _ListWriter, rankings: StageRankings, kept: Any, position: int) -> None:
+        for batch in rankings.batches(kept, BATCH):
+            lists.add(batch)
+            self.pooled.append((*batch.pooled(self.depth, self.query_pks), position))
+
+
+def _counts(rankings: StageRankings, kept: Any) -> dict[str, int]:
+    """A stage's ``depth``, ``n_queries`` and ``n_rows`` over its kept queries."""
+    lengths = (rankings.offsets[1:] - rankings.offsets[:-1])[kept]
+    return {
+        "depth": int(lengths.max()) if lengths.size else 0,
+        "n_queries": int(kept.sum()),
+        "n_rows": int(lengths.sum()),
+    }
+
+
+def _draw_pks(*models: type[Run] | type[RunStage]) -> list[int]:
+    """Primary keys drawn from the models' sequences (PostgreSQL), for rows that this
+    transaction writes after the rows that refer to them."""
+    tables = [model._meta.db_table for model in models]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT " + ", ".join("nextval(pg_get_serial_sequence(%s, 'id'))" for _ in tables),
+            tables,
+        )
+        return list(cursor.fetchone())
 
 
 _RUN_NAME = re.compile(rf"[-a-zA-Z0-9_]{{1,{SLUG_MAX}}}")

@@ -18,8 +18,10 @@ import pytest
 from django.db import connection
 
 from judgments.models import Collection, ReviewTask
-from scoring.models import RankedList, Run
+from judgments.services import InvariantError
+from scoring.models import RankedList, Run, RunStage
 from scoring.services import RunImportError, import_run, run_lists
+from scoring.services import runs as run_services
 from tests.factories import BINARY_SCALE, make_collection, make_item, make_judgment, make_query
 
 QUERIES = [f"q{i}" for i in range(12)]
@@ -84,6 +86,9 @@ def import_both(monkeypatch, path: Path, **options) -> tuple[dict, dict, list[Pa
         monkeypatch.setattr(run_lists, "CHUNK_BYTES", chunk)
         reads.clear()
         report = import_run(collection=collection_like(slug), path=path, name="r", **options)
+        # No row of an attempt that was undone (PostgreSQL stores pieces as it reads them;
+        # the foreign keys are checked at commit, which a test never reaches).
+        assert not RankedList.objects.exclude(stage_id__in=RunStage.objects.values("pk")).exists()
         results.append({**stored(report.run), "report": report.lines(report.run.collection)})
     return results[0], results[1], list(reads)
 
@@ -225,3 +230,39 @@ def test_the_cut_falls_where_the_last_query_begins(seed):
         while start > 0 and complete[start - 1].split(None, 1)[:1] == last:
             start -= 1
         assert cut == (0 if start == 0 else len(b"".join(complete[:start])))
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_run_of_the_same_name_stored_meanwhile_wins(monkeypatch, tmp_path, row_counts):
+    """Stored as it is read (PostgreSQL), the run's row is written after its lists: the
+    unique constraint decides then, and the loser hears the usual sentence and leaves
+    nothing behind. (Read whole, the race is tests/scoring/test_cli_edges.py's.)"""
+    path = tmp_path / "run.trec"
+    path.write_text("".join(trec_lines(plain_ids)), encoding="utf-8")
+    monkeypatch.setattr(run_lists, "CHUNK_BYTES", 300)
+    collection = collection_like("race")
+    real_draw = run_services._draw_pks
+
+    def draw_while_another_import_stores_r(*models):
+        Run.objects.create(
+            collection=collection,
+            name="r",
+            source_filename="other.trec",
+            source_sha256="0" * 64,
+            source_format="trec",
+            order_rule="score",
+            dedup_policy="first",
+        )
+        return real_draw(*models)
+
+    monkeypatch.setattr(run_services, "_draw_pks", draw_while_another_import_stores_r)
+    before = row_counts()
+
+    with pytest.raises(InvariantError, match="has a run named 'r' already"):
+        import_run(
+            collection=collection, path=path, name="r", dedup="first", ignore_unknown_queries=True
+        )
+
+    # Here the "other import" ran on this connection, so its run went with the rollback.
+    assert row_counts() == before
