@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -300,19 +299,19 @@ def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
     queue = Queue(request, collection)
     if collection.has_overlap:
         return _assess(queue, task, grade=data["grade"], note=data["note"])
-    with transaction.atomic():  # the grade and what listeners record of it, or neither
-        graded = grade_item(
-            request,
-            collection,
-            query=task.query,
-            item=task.item,
-            grade=data["grade"],
-            note=data["note"],
-            expected_version=data["expected_version"],
-            source=ChangeSource.UI,
-        )
-        if graded.saved:
-            grade_recorded(graded.judgment, request.user, request.POST)
+    graded = grade_item(
+        request,
+        collection,
+        query=task.query,
+        item=task.item,
+        grade=data["grade"],
+        note=data["note"],
+        expected_version=data["expected_version"],
+        source=ChangeSource.UI,
+        # in the judgment's own transaction: the grade and what listeners record of it
+        # (a decision about a shown proposal), or neither; no savepoint of its own
+        on_saved=lambda judgment: grade_recorded(judgment, request.user, request.POST),
+    )
     if graded.conflict is not None or graded.error:
         return queue.answer(
             task=task,
