@@ -45,6 +45,7 @@ See bench/README.md for figures.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -78,6 +79,9 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         help="another checkout (e.g. `git archive main`) timed first on the same data, in a "
         "process of its own, for a before/after pair in one run",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=3, help="with --before: before, after, before, … rounds"
     )
     return p.parse_args()
 
@@ -273,8 +277,10 @@ def captured(send: Callable[[], Any]) -> list[dict[str, str]]:
     return list(ctx.captured_queries)
 
 
-def measure(args: argparse.Namespace, run_id: str) -> dict[str, list[dict[str, str]]]:
-    """Time the four requests; return the SQL of one request of each kind."""
+def measure(
+    args: argparse.Namespace, run_id: str
+) -> tuple[dict[str, list[float]], dict[str, list[dict[str, str]]]]:
+    """Time the four requests; return the wall ms of each kind and the SQL of one."""
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -343,7 +349,7 @@ def measure(args: argparse.Namespace, run_id: str) -> dict[str, list[dict[str, s
             f"{label:<46}{statistics.median(values):>10.1f}{percentile(values, 0.95):>9.1f}"
             f"{max(values):>9.1f}{statistics.median(sql_ms):>8.1f}{n:>9}"
         )
-    return sql
+    return {label: values for label, values, _, _ in rows}, sql
 
 
 def count_costs(repeat: int = 30) -> None:
@@ -418,30 +424,56 @@ def main() -> int:
         if not args.reuse:
             call_command("migrate", verbosity=0)
             fill(args)
-        if args.before is not None:
-            connections.close_all()
-            print(f"\nbefore: {args.before.resolve()}", flush=True)
-            subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--reuse",
-                    f"--root={args.before.resolve()}",
-                    f"--server={args.server}",
-                    f"--db={args.db}",
-                    f"--requests={args.requests}",
-                ],
-                check=True,
+        pooled: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+        for n in range(args.rounds if args.before is not None else 1):
+            if args.before is not None:
+                connections.close_all()
+                print(f"\nround {n + 1}, before: {args.before.resolve()}", flush=True)
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--reuse",
+                        f"--root={args.before.resolve()}",
+                        f"--server={args.server}",
+                        f"--db={args.db}",
+                        f"--requests={args.requests}",
+                    ],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                for line in out.splitlines():
+                    if line.startswith("RESULT "):
+                        for label, values in json.loads(line[7:]).items():
+                            pooled["before"].setdefault(label, []).extend(values)
+                    else:
+                        print(line)
+                print(f"\nround {n + 1}, after (this code):")
+            print(f"data: {describe()}")
+            print(f"code: {args.root.resolve()}   load average: {os.getloadavg()[0]:.2f}")
+            walls, sql = measure(args, run_id=f"{os.getpid()}-{n}")
+            for label, values in walls.items():
+                pooled["after"].setdefault(label, []).extend(values)
+            count_costs()
+            print(
+                f"({args.requests} requests each; PostgreSQL {connection.pg_version // 10000}; "
+                f"load average after: {os.getloadavg()[0]:.2f})"
             )
-            print("\nafter (this code):")
-        print(f"data: {describe()}")
-        print(f"code: {args.root.resolve()}   load average: {os.getloadavg()[0]:.2f}")
-        sql = measure(args, run_id=str(os.getpid()))
-        count_costs()
-        print(
-            f"({args.requests} requests each; PostgreSQL {connection.pg_version // 10000}; "
-            f"load average after: {os.getloadavg()[0]:.2f})"
-        )
+        if args.reuse and args.before is None:
+            print("RESULT " + json.dumps(walls))
+        if args.before is not None:
+            print(f"\nall rounds ({args.rounds} x {args.requests} requests of each kind):")
+            print(f"{'request':<46}{'before: median / p95 ms':>26}{'after: median / p95 ms':>26}")
+            for label, after in pooled["after"].items():
+                before = pooled["before"][label]
+                print(
+                    f"{label:<46}"
+                    + "".join(
+                        f"{statistics.median(v):>17.1f} / {percentile(v, 0.95):>5.1f}"
+                        for v in (before, after)
+                    )
+                )
         if args.explain:
             explain(sql)
         connections.close_all()
