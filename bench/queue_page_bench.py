@@ -29,7 +29,7 @@ auth, view, template; no network), ``--requests`` requests of each kind:
 
 and prints median, p95 and max wall milliseconds, the median time spent in SQL (round
 trips included) and the number of SQL queries of each. ``--explain`` adds ``EXPLAIN
-ANALYZE`` of every SELECT the two GETs run (the plan's scans and its time).
+ANALYZE`` of every SELECT of each kind of request (the plan's scans and its time).
 
     .venv/bin/python bench/queue_page_bench.py                      # ~5 min, mostly set-up
     .venv/bin/python bench/queue_page_bench.py --explain --keep
@@ -380,12 +380,11 @@ def count_costs(repeat: int = 30) -> None:
 
 
 def explain(sql: dict[str, list[dict[str, str]]]) -> None:
-    """EXPLAIN ANALYZE of each SELECT of the two GETs: its scans and its time."""
+    """EXPLAIN ANALYZE of each SELECT of one request of each kind: its scans and its time
+    (the POSTs' SELECT … FOR UPDATE too: each runs alone, so its locks go at once)."""
     from django.db import connection
 
     for label, queries in sql.items():
-        if not label.startswith("GET"):
-            continue
         print(f"\nEXPLAIN ANALYZE of {label}:")
         with connection.cursor() as cursor:
             for q in queries:
