@@ -77,11 +77,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--before",
         type=Path,
-        help="another checkout (e.g. `git archive main`) timed first on the same data, in a "
-        "process of its own, for a before/after pair in one run",
+        help="another checkout (e.g. `git archive main`) timed on the same data, for a "
+        "before/after pair in one run: rounds of both, each in a process of its own",
     )
     p.add_argument(
-        "--rounds", type=int, default=3, help="with --before: before, after, before, … rounds"
+        "--rounds", type=int, default=3, help="with --before: rounds of before then after"
     )
     return p.parse_args()
 
@@ -423,45 +423,34 @@ def main() -> int:
         if not args.reuse:
             call_command("migrate", verbosity=0)
             fill(args)
-        pooled: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
-        for n in range(args.rounds if args.before is not None else 1):
-            if args.before is not None:
-                connections.close_all()
-                print(f"\nround {n + 1}, before: {args.before.resolve()}", flush=True)
-                out = subprocess.run(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--reuse",
-                        f"--root={args.before.resolve()}",
-                        f"--server={args.server}",
-                        f"--db={args.db}",
-                        f"--requests={args.requests}",
-                    ],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                ).stdout
-                for line in out.splitlines():
-                    if line.startswith("RESULT "):
-                        for label, values in json.loads(line[7:]).items():
-                            pooled["before"].setdefault(label, []).extend(values)
-                    else:
-                        print(line)
-                print(f"\nround {n + 1}, after (this code):")
-            print(f"data: {describe()}")
-            print(f"code: {args.root.resolve()}   load average: {os.getloadavg()[0]:.2f}")
-            walls, sql = measure(args, run_id=f"{os.getpid()}-{n}")
-            for label, values in walls.items():
-                pooled["after"].setdefault(label, []).extend(values)
-            count_costs()
-            print(
-                f"({args.requests} requests each; PostgreSQL {connection.pg_version // 10000}; "
-                f"load average after: {os.getloadavg()[0]:.2f})"
-            )
-        if args.reuse and args.before is None:
-            print("RESULT " + json.dumps(walls))
         if args.before is not None:
+            # Both checkouts in processes of their own, alternately, on the same data: the
+            # same warm-up and the same load for each.
+            connections.close_all()
+            pooled: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+            for n in range(args.rounds):
+                for name, root in (("before", args.before), ("after", args.root)):
+                    print(f"\nround {n + 1}, {name}: {root.resolve()}", flush=True)
+                    out = subprocess.run(
+                        [
+                            sys.executable,
+                            __file__,
+                            "--reuse",
+                            f"--root={root.resolve()}",
+                            f"--server={args.server}",
+                            f"--db={args.db}",
+                            f"--requests={args.requests}",
+                        ],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    ).stdout
+                    for line in out.splitlines():
+                        if line.startswith("RESULT "):
+                            for label, values in json.loads(line[7:]).items():
+                                pooled[name].setdefault(label, []).extend(values)
+                        elif not line.startswith("kept database"):
+                            print(line)
             print(f"\nall rounds ({args.rounds} x {args.requests} requests of each kind):")
             print(f"{'request':<46}{'before: median / p95 ms':>26}{'after: median / p95 ms':>26}")
             for label, after in pooled["after"].items():
@@ -473,7 +462,18 @@ def main() -> int:
                         for v in (before, after)
                     )
                 )
-        if args.explain:
+        else:
+            print(f"data: {describe()}")
+            print(f"code: {args.root.resolve()}   load average: {os.getloadavg()[0]:.2f}")
+            walls, sql = measure(args, run_id=str(os.getpid()))
+            count_costs()
+            print(
+                f"({args.requests} requests each; PostgreSQL {connection.pg_version // 10000}; "
+                f"load average after: {os.getloadavg()[0]:.2f})"
+            )
+            if args.reuse:
+                print("RESULT " + json.dumps(walls))
+        if args.explain and args.before is None:
             explain(sql)
         connections.close_all()
     finally:
