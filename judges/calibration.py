@@ -189,3 +189,42 @@ def calibrate(
     if resamples > 0:
         result["interval"] = _interval(model, human, grades, resamples, seed)
     return result
+
+
+MIN_RUNS = 3
+"""Fewer runs than this and Kendall's tau between two orderings is undefined: with two,
+it can only be 1 or -1."""
+
+
+def run_orderings(runs: Sequence[tuple[str, float, float]]) -> dict[str, Any]:
+    """The runs ordered by their score under people's labels and under the judge's
+    (best first, ties by name), and Kendall's tau-b between the two score lists
+    (``scipy.stats.kendalltau``, which handles ties as tau-b), from ``(run, human score,
+    model score)``. ``tau`` is ``null`` with a ``reason`` below ``MIN_RUNS`` runs or
+    when it is 0/0 (every run scores the same under one of the labels)."""
+    rows = sorted(runs)
+    out: dict[str, Any] = {
+        "runs": len(rows),
+        "min_runs": MIN_RUNS,
+        "human_order": [r[0] for r in sorted(rows, key=lambda r: (-r[1], r[0]))],
+        "model_order": [r[0] for r in sorted(rows, key=lambda r: (-r[2], r[0]))],
+        "kendall_tau": None,
+        "p_value": None,
+    }
+    if len(rows) < MIN_RUNS:
+        out["reason"] = (
+            f"{len(rows)} runs scored both ways; Kendall's tau needs at least {MIN_RUNS} "
+            "(with two it can only be 1 or -1)"
+        )
+        return out
+    from scipy.stats import kendalltau
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant input warns and gives nan: said below
+        result = kendalltau([r[1] for r in rows], [r[2] for r in rows])
+    tau, p = float(result.statistic), float(result.pvalue)
+    if math.isnan(tau):
+        out["reason"] = "tau is 0/0: every run has the same score under one of the labels"
+        return out
+    out["kendall_tau"], out["p_value"] = tau, p
+    return out

@@ -1,13 +1,16 @@
 """Model judges: their configuration per collection, and the grades they propose.
 
 A ``Proposal`` is never a ``Judgment``: it is stored apart, with its provenance, and
-enters a snapshot only where a collection's resolution policy says so explicitly
-(``judges.services.accepted_proposals``). The built-in ``local-baseline`` judge needs
-no row: ``judges.selectors.judge_named`` gives it to every collection.
+enters a snapshot only where a collection's ``model_labels`` setting names its judge
+(``judges.services.accepted_proposals``, frozen with the judge as the label's source).
+A ``ProposalDecision`` records what a reviewer did with a proposal shown in the queue.
+The built-in ``local-baseline`` judge needs no row: ``judges.selectors.judge_named``
+gives it to every collection.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -143,3 +146,35 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge}: {self.query_id}/{self.item_id}={self.grade} ({self.state})"
+
+
+class DecisionOutcome(models.TextChoices):
+    ACCEPTED = "accepted", "accepted"
+    OVERRIDDEN = "overridden", "overridden"
+
+
+class ProposalDecision(models.Model):
+    """What a reviewer did with a proposal the review queue showed: gave its grade
+    (``accepted``: the ``a`` key, or the same grade's key) or another one
+    (``overridden``). Written in the transaction that records the judgment, so a
+    judgment made beside a shown proposal always has its decision, and never a
+    decision without its judgment. ``judgment_version`` is the version that grade made:
+    a later edit of the judgment makes the label no longer the decision's."""
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="decisions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    outcome = models.CharField(max_length=16, choices=DecisionOutcome.choices)
+    grade = models.SmallIntegerField(help_text="The grade the reviewer gave.")
+    judgment_version = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(outcome__in=DecisionOutcome.values), name="proposaldecision_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal {self.proposal_id} {self.outcome} ({self.grade}) by {self.user_id}"

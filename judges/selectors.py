@@ -4,12 +4,31 @@ current proposals, and the pairs that calibrate a judge against people."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
-from judgments.models import Collection, Item, Judgment, Query, ReviewTask, TaskStatus
+from judgments.extensions import qrels_scorer
+from judgments.models import (
+    Assessment,
+    Collection,
+    Item,
+    Judgment,
+    Query,
+    QueryStatus,
+    ReviewTask,
+    TaskStatus,
+)
 
-from .models import BASELINE_NAME, JudgeConfig, Proposal, ProposalState, Provider
+from .models import (
+    BASELINE_NAME,
+    DecisionOutcome,
+    JudgeConfig,
+    Proposal,
+    ProposalDecision,
+    ProposalState,
+    Provider,
+)
 from .providers import PairText
 
 #: Written into the note of a judgment made by accepting a proposal in the queue; such
@@ -94,29 +113,142 @@ def current_proposals(collection: Collection, judge: str) -> dict[Pair, Proposal
     return latest
 
 
+def human_pairs(collection: Collection) -> set[Pair]:
+    """Every pair a person judged or assessed (with several assessors per item, a pair
+    awaiting its other assessors or an adjudicator is assessed already)."""
+    judged = Judgment.objects.filter(query__collection=collection).values_list(
+        "query_id", "item_id"
+    )
+    assessed = Assessment.objects.filter(collection=collection).values_list("query_id", "item_id")
+    return set(judged.iterator(chunk_size=20000)) | set(assessed.iterator(chunk_size=20000))
+
+
+def no_answer_queries(collection: Collection) -> set[int]:
+    return set(
+        Query.objects.filter(collection=collection, status=QueryStatus.NO_ANSWER).values_list(
+            "pk", flat=True
+        )
+    )
+
+
 def human_labels(collection: Collection) -> dict[Pair, Judgment]:
     """The resolved human label of each judged pair (the one current judgment)."""
     rows = Judgment.objects.filter(query__collection=collection).select_related("query", "item")
     return {(j.query_id, j.item_id): j for j in rows}
 
 
+def accepted_in_queue(collection: Collection, judge: str) -> set[tuple[Pair, int]]:
+    """(pair, judgment version) of every grade that accepted one of ``judge``'s
+    proposals in the review queue."""
+    return {
+        ((q, i), v)
+        for q, i, v in ProposalDecision.objects.filter(
+            proposal__collection=collection,
+            proposal__judge=judge,
+            outcome=DecisionOutcome.ACCEPTED,
+        ).values_list("proposal__query_id", "proposal__item_id", "judgment_version")
+    }
+
+
 def calibration_pairs(
     collection: Collection, judge: str
 ) -> tuple[list[tuple[str, str, int, int]], int]:
     """(qid, item id, model grade, human grade) for every pair that both the judge and
-    people graded, and how many were left out because the label was the judge's own
-    proposal accepted in the queue."""
+    people graded, and how many were left out because the label is the judge's own
+    proposal accepted in the queue (its note names the proposal, or a decision recorded
+    it, and nobody has changed the judgment since)."""
     humans = human_labels(collection)
+    accepted = accepted_in_queue(collection, judge)
     pairs, own = [], 0
     for key, proposal in current_proposals(collection, judge).items():
         label = humans.get(key)
         if label is None:
             continue
-        if ACCEPTED_MARK in label.note:
+        if ACCEPTED_MARK in label.note or (key, label.version) in accepted:
             own += 1
             continue
         pairs.append((label.query.external_id, label.item.external_id, proposal.grade, label.grade))
     return pairs, own
+
+
+def decisions_of(collection: Collection, judge: str) -> dict[str, Any]:
+    """How reviewers answered the judge's proposals shown in the queue: accepted (its
+    grade given) or overridden (another grade), and the share accepted (``null`` with
+    no decision)."""
+    counts = dict(
+        ProposalDecision.objects.filter(proposal__collection=collection, proposal__judge=judge)
+        .values_list("outcome")
+        .annotate(n=Count("pk"))
+        .values_list("outcome", "n")
+    )
+    accepted = counts.get(DecisionOutcome.ACCEPTED, 0)
+    overridden = counts.get(DecisionOutcome.OVERRIDDEN, 0)
+    total = accepted + overridden
+    out: dict[str, Any] = {
+        "accepted": accepted,
+        "overridden": overridden,
+        "acceptance_rate": accepted / total if total else None,
+    }
+    if not total:
+        out["reason"] = "no reviewer has graded a pair beside this judge's proposal yet"
+    return out
+
+
+def _qrels_by_qid(
+    rows: Iterable[tuple[int, int, int]], qids: dict[int, str], items: dict[int, str]
+) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for q, i, grade in rows:
+        if q in qids:
+            out.setdefault(qids[q], {})[items[i]] = grade
+    return out
+
+
+def orderings_of(collection: Collection, judge: str) -> dict[str, Any]:
+    """The collection's runs scored with people's labels and with the judge's alone, on
+    the same queries (status relevant, with a relevant grade under both), and Kendall's
+    tau between the two orderings (``calibration.run_orderings``)."""
+    from . import calibration
+
+    scorer = qrels_scorer()
+    if scorer is None:
+        return {"kendall_tau": None, "reason": "the scoring app is not installed: no runs"}
+    qids = dict(
+        Query.objects.filter(collection=collection, status=QueryStatus.RELEVANT).values_list(
+            "pk", "external_id"
+        )
+    )
+    judged = Judgment.objects.filter(query__collection=collection).values_list(
+        "query_id", "item_id", "grade"
+    )
+    proposed = [(q, i, int(p.grade)) for (q, i), p in current_proposals(collection, judge).items()]  # type: ignore[arg-type]
+    wanted = {i for _, i, _ in proposed} | {i for _, i, _ in judged}
+    items = dict(Item.objects.filter(pk__in=wanted).values_list("pk", "external_id"))
+    human = _qrels_by_qid(judged, qids, items)
+    model = _qrels_by_qid(proposed, qids, items)
+    rel = collection.relevant_grade
+    both = {q for q, g in human.items() if max(g.values()) >= rel} & {
+        q for q, g in model.items() if max(g.values()) >= rel
+    }
+    scored = scorer(
+        collection, {"human": {q: human[q] for q in both}, "model": {q: model[q] for q in both}}
+    )
+    runs = [
+        (r["run"], r["scores"]["human"], r["scores"]["model"])
+        for r in scored["runs"]
+        if r["scores"]["human"] is not None and r["scores"]["model"] is not None
+    ]
+    return {
+        "measure": scored["measure"],
+        "aggregation": scored["aggregation"],
+        "stage": scored["stage"],
+        "unjudged": scored["unjudged"],
+        "queries": len(both),
+        "queries_rule": "status relevant, and a relevant grade under people's labels and "
+        "under the judge's; the judge's labels are its current proposals alone",
+        "scores": scored["runs"],
+        **calibration.run_orderings(runs),
+    }
 
 
 def proposal_for_review(collection: Collection, query_pk: int, item_pk: int) -> Proposal | None:
@@ -155,4 +287,6 @@ def calibration_of(
         **report,
         "left_out_accepted": own,
         "human_labels": "the current (resolved) judgment of each pair",
+        "decisions": decisions_of(collection, judge),
+        "run_orderings": orderings_of(collection, judge),
     }

@@ -1,5 +1,6 @@
 """State changes of the judges app: asking a judge about pairs and storing its
-proposals; and what a resolution policy that accepts proposals would count.
+proposals; recording what a reviewer did with a shown proposal; and the labels a
+collection's policy accepts from a judge at freeze.
 
 Asking (``ask_judge``) holds no transaction and writes nothing: a job may spend minutes
 on a model server. Storing (``store_proposals``) is one transaction. ``propose_labels``
@@ -9,17 +10,18 @@ does both, for the management command.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
 
 from jobs.progress import Progress
-from judgments.models import Collection, Item, Query
+from judgments.extensions import ModelLabel
+from judgments.models import Collection, Item, Judgment, Query
 
 from . import selectors
-from .models import JudgeConfig, Proposal, ProposalState
+from .models import DecisionOutcome, JudgeConfig, Proposal, ProposalDecision, ProposalState
 from .prompts import fill_prompt
 from .providers import Outcome
 from .selectors import Pair
@@ -225,16 +227,69 @@ def propose_labels(
 
 
 def accepted_proposals(collection: Collection, judge: str) -> list[Proposal]:
-    """What a policy "accept model proposals where no human assessed" would add to a
-    snapshot: the judge's current successful proposal of every pair that has no human
-    label. Reads only; the snapshot code decides whether to use it.
-
-    How a freeze should count them (for whoever wires the policy in): add each returned
-    proposal's (query, item, grade) to the frozen judgments with its judge's name as the
-    assessor kind "model:<judge>", and put ``{"model_labels": {"<judge>": n}}`` in the
-    snapshot header and its report, so that every number says how many labels came from
-    which judge. With the default policy nothing here is called: no model label at all.
-    """
-    humans = set(selectors.human_labels(collection))
+    """What the policy "accept model proposals where no person assessed" adds to a
+    snapshot: the judge's current successful proposal of every pair that has no
+    person's judgment and no person's assessment, except on queries confirmed to have
+    no answer (a person decided those). Reads only; ``freeze_snapshot`` asks for it
+    through ``JudgeLabels`` when the collection's ``model_labels`` names the judge."""
+    people = selectors.human_pairs(collection)
+    no_answer = selectors.no_answer_queries(collection)
     current = selectors.current_proposals(collection, judge)
-    return [p for key, p in sorted(current.items()) if key not in humans]
+    return [
+        p for key, p in sorted(current.items()) if key not in people and key[0] not in no_answer
+    ]
+
+
+class JudgeLabels:
+    """The judges app's label source (``judgments.extensions``), registered in
+    ``JudgesConfig.ready()``: so every freeze path (page, API, command, job) applies a
+    collection's ``model_labels`` policy the same way."""
+
+    def names(self, collection: Collection) -> list[str]:
+        return selectors.judge_names(collection)
+
+    def labels(self, collection: Collection, judge: str) -> list[ModelLabel]:
+        if judge not in self.names(collection):
+            raise LookupError(
+                f"collection '{collection.slug}' accepts the labels of judge '{judge}', "
+                f"which it no longer has; its judges are {', '.join(self.names(collection))}"
+            )
+        return [
+            ModelLabel(
+                query_pk=p.query_id,
+                item_pk=p.item_id,
+                qid=p.query.external_id,
+                item=p.item.external_id,
+                grade=int(p.grade),  # type: ignore[arg-type]
+                judge=judge,
+            )
+            for p in accepted_proposals(collection, judge)
+        ]
+
+
+def record_decision(judgment: Judgment, user: Any, posted: Mapping[str, Any]) -> None:
+    """A grade given in the review queue beside a shown proposal (the form posts its id
+    as ``proposal``): store whether the reviewer accepted or overrode it. Called by
+    ``judgments.extensions.grade_recorded`` inside the transaction of the judgment, so
+    both are stored or neither. A missing id, or one that is not a successful proposal
+    of this very pair, records nothing: the grade stands on its own."""
+    raw = str(posted.get("proposal", "")).strip()
+    if not raw.isdigit() or len(raw) > 18:
+        return
+    proposal = Proposal.objects.filter(
+        pk=int(raw),
+        query_id=judgment.query_id,
+        item_id=judgment.item_id,
+        state=ProposalState.OK,
+    ).first()
+    if proposal is None:
+        return
+    ProposalDecision.objects.create(
+        proposal=proposal,
+        user=user,
+        outcome=DecisionOutcome.ACCEPTED
+        if judgment.grade == proposal.grade
+        else DecisionOutcome.OVERRIDDEN,
+        grade=judgment.grade,
+        judgment_version=judgment.version,
+    )

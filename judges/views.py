@@ -3,6 +3,8 @@ a judge's proposals, and its calibration report against people."""
 
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -11,9 +13,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from judgments.models import Collection, Role
 from judgments.selectors import may
+from judgments.services import InvariantError, update_collection_settings
 from judgments.views.common import member_view
 
-from .models import JudgeConfig
+from .models import BASELINE_NAME, JudgeConfig, Provider
 from .selectors import calibration_of, judge_named, judge_names, proposals_of
 from .tasks import start_proposals
 
@@ -36,7 +39,92 @@ def judge_list(request: HttpRequest, collection: Collection) -> HttpResponse:
             "collection": collection,
             "judges": judges,
             "may_start": may(request.user, collection, Role.EVALUATOR),
+            "may_configure": may(request.user, collection, Role.ADMIN),
         },
+    )
+
+
+@require_POST
+@member_view()
+def judge_policy(request: HttpRequest, collection: Collection) -> HttpResponse:
+    """Set the collection's ``model_labels`` policy (admin): '' or a judge's name."""
+    if not may(request.user, collection, Role.ADMIN):
+        raise PermissionDenied("Changing the collection's settings needs the admin role.")
+    name = request.POST.get("model_labels", "").strip()
+    try:
+        update_collection_settings(collection=collection, model_labels=name)
+    except InvariantError as exc:
+        messages.error(request, f"Not changed: {exc}.")
+    else:
+        messages.success(
+            request,
+            f"From the next freeze, judge '{name}' labels the pairs no person assessed."
+            if name
+            else "From the next freeze, no model-made label enters a snapshot.",
+        )
+    return redirect("judges:judges", slug=collection.slug)
+
+
+class JudgeConfigForm(forms.ModelForm):
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="e.g. http://127.0.0.1:8080/v1 (…/chat/completions is added)",
+    )
+
+    class Meta:
+        model = JudgeConfig
+        fields = [
+            "name",
+            "base_url",
+            "model",
+            "api_key_env",
+            "timeout",
+            "retries",
+            "concurrency",
+            "request_budget",
+            "backoff",
+            "temperature",
+            "prompt_version",
+            "show_in_queue",
+        ]
+
+    def __init__(self, *args: object, collection: Collection, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.instance.collection = collection
+        self.instance.provider = self.instance.provider or Provider.OPENAI
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if name == BASELINE_NAME:
+            raise forms.ValidationError(f"'{BASELINE_NAME}' is the built-in offline judge")
+        return name
+
+
+@member_view()
+def judge_edit(request: HttpRequest, collection: Collection, judge: str = "") -> HttpResponse:
+    """Add an OpenAI-compatible judge, or change one (collection admin). The API key is
+    never entered here: only the name of the environment variable that holds it."""
+    if not may(request.user, collection, Role.ADMIN):
+        raise PermissionDenied("Configuring judges needs the admin role.")
+    instance = None
+    if judge:
+        instance = JudgeConfig.objects.filter(collection=collection, name=judge).first()
+        if instance is None:
+            raise Http404(f"no configured judge '{judge}' in '{collection.slug}'")
+    form = JudgeConfigForm(
+        request.POST if request.method == "POST" else None,
+        instance=instance,
+        collection=collection,
+    )
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        messages.success(request, f"Saved judge '{saved.name}'.")
+        return redirect("judges:judges", slug=collection.slug)
+    return render(
+        request,
+        "judges/judge_form.html",
+        {"collection": collection, "form": form, "judge": instance},
     )
 
 
@@ -62,7 +150,11 @@ def judge_start(request: HttpRequest, collection: Collection, judge: str) -> Htt
 @member_view()
 def proposal_list(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
     config = _judge(collection, judge)
-    rows = proposals_of(collection, config.name).order_by("-created_at", "-pk")
+    rows = (
+        proposals_of(collection, config.name)
+        .prefetch_related("decisions__user")
+        .order_by("-created_at", "-pk")
+    )
     page = Paginator(rows, 100).get_page(request.GET.get("page"))
     return render(
         request,
@@ -88,6 +180,8 @@ def calibration_page(request: HttpRequest, collection: Collection, judge: str) -
             "collection": collection,
             "judge": config,
             "report": report,
+            "orderings": report["run_orderings"],
+            "decisions": report["decisions"],
             "interval": report["interval"] or {},
             "grades": grades,
             "confusion_rows": rows,

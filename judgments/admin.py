@@ -43,7 +43,8 @@ class CollectionAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "unit", "relevant_grade", "pool_depth", "created_at"]
     search_fields = ["slug", "name"]
     # The assessor settings change through update_collection_settings (the API's PATCH),
-    # which gives open tasks their slots and keeps judgments as assessments.
+    # which gives open tasks their slots and keeps judgments as assessments; model_labels
+    # too (the API, or the judges page), which checks the name against the judges.
     readonly_fields = [
         "scale",
         "relevant_grade",
@@ -51,6 +52,7 @@ class CollectionAdmin(admin.ModelAdmin):
         "assessors_per_item",
         "resolution_policy",
         "adjudicate_distance",
+        "model_labels",
     ]
 
 

@@ -28,6 +28,17 @@ It is version 1 with line 1 ``["verity-snapshot",2]`` and three additions:
 5a. after the unjudged markers, one ``["unresolved",QID,ITEM]`` per pair that has all
     its assessments but awaits an adjudicator, sorted by (QID, ITEM): it is unjudged
     in the snapshot, and counted
+
+Model labels (either version): a snapshot frozen while the collection's policy accepts
+a model judge's proposals (``Collection.model_labels``) and holding at least one such
+label adds one section; without model labels the form is version 1 or 2 byte for byte:
+
+4b. right after the judgment lines (which are then people's labels only), one
+    ``["model-judgment",QID,ITEM,JUDGE,GRADE]`` per pair labelled by a model judge,
+    sorted by (QID, ITEM). Such a pair has no person's judgment or assessment, and no
+    ``unjudged`` line: it is labelled in this snapshot, by the judge named. A model
+    label and a person's label of the same grade are different lines, so different
+    hashes.
 """
 
 from __future__ import annotations
@@ -74,9 +85,11 @@ def canonical_lines(
     judgments: Iterable[tuple[str, str, int]],
     unjudged: Iterable[tuple[str, str]],
     overlap: Overlap | None = None,
+    model_judgments: Iterable[tuple[str, str, str, int]] = (),
 ) -> Iterator[bytes]:
     """Yield the canonical form's lines; inputs may come in any order. ``overlap`` given
-    (several assessors per item): form version 2, else version 1."""
+    (several assessors per item): form version 2, else version 1. ``model_judgments``
+    as (QID, ITEM, JUDGE, GRADE): section 4b, absent when empty."""
     yield _line(["verity-snapshot", FORM_VERSION if overlap is None else OVERLAP_FORM_VERSION])
     scale_sorted = [dict(sorted(g.items())) for g in sorted(scale, key=lambda g: g["grade"])]
     yield _line(["collection", slug, unit, relevant_grade, scale_sorted])
@@ -86,6 +99,8 @@ def canonical_lines(
         yield _line(["query", qid, status, evidence])
     for qid, item, grade in sorted(judgments, key=lambda r: (r[0], r[1])):
         yield f'["judgment",{_str(qid)},{_str(item)},{int(grade)}]\n'.encode()
+    for qid, item, judge, grade in sorted(model_judgments, key=lambda r: (r[0], r[1])):
+        yield f'["model-judgment",{_str(qid)},{_str(item)},{_str(judge)},{int(grade)}]\n'.encode()
     if overlap is not None:
         for qid, item, who, grade in sorted(overlap.assessments, key=lambda r: r[:3]):
             yield f'["assessment",{_str(qid)},{_str(item)},{_str(who)},{int(grade)}]\n'.encode()

@@ -55,7 +55,8 @@ def freeze_result(snapshot: Snapshot, created: bool) -> dict[str, Any]:
     result = {
         "summary": f"Froze v{snapshot.number}: {snapshot.n_judgments} judgments, "
         f"{snapshot.n_queries} queries, {snapshot.n_unjudged} unjudged markers "
-        f"(sha256:{snapshot.content_hash[:12]}…).",
+        f"(sha256:{snapshot.content_hash[:12]}…)."
+        + (f" Labels: {snapshot.label_sources}." if snapshot.model_labels else ""),
         "url": url,
         "link_text": "Open the snapshots",
         "api_url": reverse("judgments-api:snapshot", args=[slug, snapshot.number]),
@@ -203,7 +204,9 @@ def _export(job: Job, progress: JobProgress) -> dict[str, Any]:
                 if n % 50000 == 0:
                     progress.advance(50000)
     return {
-        "summary": f"Wrote {name}.",
+        "summary": f"Wrote {name}."
+        + (f" Labels by source: {snapshot.label_counts}." if snapshot.model_labels else ""),
+        "label_sources": snapshot.label_counts,
         "download_name": name,
         "content_type": "application/jsonl" if fmt == "jsonl" else "text/plain; charset=utf-8",
         "etag": f"sha256:{snapshot.content_hash}",

@@ -1,7 +1,23 @@
+from __future__ import annotations
+
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def _runs_under_qrels(collection: Any, qrels_sets: Any) -> dict[str, Any]:
+    # Imported when called: start-up imports no engine (bench/startup_bench.py).
+    from .reports.orderings import runs_under_qrels
+
+    return runs_under_qrels(collection, qrels_sets)
 
 
 class ScoringConfig(AppConfig):
     name = "scoring"
     verbose_name = "Scoring"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from judgments.extensions import register_qrels_scorer
+
+        register_qrels_scorer(_runs_under_qrels)

@@ -60,6 +60,12 @@ def evaluation_report(evaluation: Evaluation, *, per_query: bool = True) -> dict
             "number": snapshot.number,
             "content_hash": snapshot.content_hash,
             "relevant_grade": snapshot.relevant_grade,
+            "labels": {
+                "total": snapshot.n_judgments,
+                "human": snapshot.n_human_labels,
+                "model": dict(snapshot.model_labels),
+                "summary": snapshot.label_sources,
+            },
         },
         "run": {
             "name": run.name,

@@ -84,3 +84,27 @@ def make_judgment(
         note=note,
         source=source,
     )
+
+
+def make_proposal(
+    *, query: Query, item: Item, grade: int | None, judge: str = "local-baseline", **fields: Any
+) -> Any:
+    """A stored proposal of ``judge`` (the offline baseline's provenance by default);
+    ``grade=None`` makes a failed one. Created directly: in the app only a judging job
+    stores proposals, after asking a model."""
+    from judges.models import Proposal, ProposalState, Provider
+
+    fields.setdefault("failure_reason", "" if grade is not None else "no grade in the answer")
+    return Proposal.objects.create(
+        collection=query.collection,
+        query=query,
+        item=item,
+        judge=judge,
+        provider=Provider.LOCAL,
+        model="wordllama test",
+        prompt_version="baseline-v1",
+        prompt_hash="0" * 64,
+        grade=grade,
+        state=ProposalState.OK if grade is not None else ProposalState.FAILED,
+        **fields,
+    )

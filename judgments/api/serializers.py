@@ -66,6 +66,7 @@ class CollectionSerializer(serializers.ModelSerializer):
             "guidelines",
             "pool_depth",
             "holds_whole_corpus",
+            "model_labels",
             "created_at",
             "role",
             "n_queries",
@@ -111,6 +112,14 @@ class CollectionSettingsInput(serializers.Serializer):
         min_value=0,
         max_value=100,
         help_text="The largest grade spread min-of-agreeing and adjudicate resolve.",
+    )
+    model_labels = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="'' (the default): no model-made label enters a snapshot. A judge's name: "
+        "at freeze, its current proposal labels each pair no person judged or assessed, "
+        "counted by judge in the snapshot and every report.",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -358,6 +367,15 @@ class TaskJudgeInput(serializers.Serializer):
 class SnapshotSerializer(serializers.ModelSerializer):
     scale = ScaleEntrySerializer(many=True, read_only=True)
     created_by = serializers.SerializerMethodField()
+    model_labels = serializers.DictField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="Labels by model judge ({} when every label is a person's); "
+        "n_judgments counts them too.",
+    )
+    n_human_labels = serializers.IntegerField(
+        read_only=True, help_text="n_judgments minus the model labels."
+    )
 
     class Meta:
         model = Snapshot
@@ -371,6 +389,8 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "note",
             "n_queries",
             "n_judgments",
+            "n_human_labels",
+            "model_labels",
             "n_unjudged",
             "created_by",
             "created_at",

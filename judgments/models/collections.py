@@ -66,6 +66,14 @@ class Collection(models.Model):
         help_text="The largest grade spread that min-of-agreeing and adjudicate resolve "
         "without an adjudicator.",
     )
+    model_labels = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Empty (the default): no model-made label enters a snapshot. A judge's "
+        "name: at freeze, that judge's current proposal becomes the label of each pair no "
+        "person judged or assessed, marked as the judge's (README, 'Model judges').",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = CollectionManager()

@@ -37,6 +37,12 @@ class Snapshot(FrozenModel):
     n_unresolved = models.PositiveIntegerField(
         default=0, help_text="Pairs assessed by every assessor but awaiting adjudication."
     )
+    model_labels = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Labels that came from model judges, by judge: {"local-baseline": 123}; '
+        "empty when every label is a person's. n_judgments counts them too.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -61,6 +67,36 @@ class Snapshot(FrozenModel):
     @property
     def label(self) -> str:
         return f"v{self.number} sha256:{self.content_hash[:12]}"
+
+    @property
+    def n_model_labels(self) -> int:
+        return sum(self.model_labels.values())
+
+    @property
+    def n_human_labels(self) -> int:
+        return self.n_judgments - self.n_model_labels
+
+    @property
+    def label_counts(self) -> str:
+        """``people=100`` or ``people=100, model:local-baseline=23``: the qrels export's
+        ``Verity-Label-Sources`` header and note."""
+        parts = [f"people={self.n_human_labels}"]
+        parts += [f"model:{judge}={n}" for judge, n in sorted(self.model_labels.items())]
+        return ", ".join(parts)
+
+    @property
+    def label_sources(self) -> str:
+        """Who made the labels, e.g. "120 labels: 100 by people, 20 by model judge
+        local-baseline" (every report scored against the snapshot says it)."""
+        if not self.model_labels:
+            return f"{self.n_judgments} labels, all by people"
+        judges = ", ".join(
+            f"{n} by model judge {name}" for name, n in sorted(self.model_labels.items())
+        )
+        return (
+            f"{self.n_judgments} labels: {self.n_human_labels} by people, {judges} "
+            "(accepted where no person assessed the pair)"
+        )
 
 
 class SnapshotQuery(FrozenModel):
@@ -89,7 +125,9 @@ class SnapshotQuery(FrozenModel):
 
 
 class SnapshotJudgment(FrozenModel):
-    """A judgment's grade as frozen in a snapshot."""
+    """A judgment's grade as frozen in a snapshot. ``source`` is empty for a person's
+    label (the resolved one with several assessors) and the judge's name for a model's
+    proposal that the collection's policy accepted at freeze."""
 
     snapshot = models.ForeignKey(
         Snapshot,
@@ -105,6 +143,8 @@ class SnapshotJudgment(FrozenModel):
         Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
     grade = models.SmallIntegerField()
+    # A database default: the freeze copies people's labels with INSERT … SELECT.
+    source = models.CharField(max_length=100, blank=True, default="", db_default="")
 
     class Meta:
         constraints = [

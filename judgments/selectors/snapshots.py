@@ -3,7 +3,7 @@ differences between two of them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +40,21 @@ def snapshot_of(collection: Collection, number: int | None = None) -> Snapshot:
 
 
 def frozen_judgments(snapshot: Snapshot) -> Iterator[tuple[str, str, int]]:
+    """Every label of the snapshot, people's and (when its policy accepted them) model
+    judges': what scoring and the qrels use."""
     return (
         SnapshotJudgment.objects.filter(snapshot=snapshot)
         .values_list("query__external_id", "item__external_id", "grade")
+        .iterator(chunk_size=20000)
+    )
+
+
+def frozen_labels_by_source(snapshot: Snapshot) -> Iterator[tuple[str, str, int, str]]:
+    """Every label as (QID, ITEM, GRADE, SOURCE): SOURCE is '' for a person's label and
+    the judge's name for a model's."""
+    return (
+        SnapshotJudgment.objects.filter(snapshot=snapshot)
+        .values_list("query__external_id", "item__external_id", "grade", "source")
         .iterator(chunk_size=20000)
     )
 
@@ -66,14 +78,21 @@ def frozen_queries(snapshot: Snapshot) -> Iterator[tuple[str, str, list[list[str
 def snapshot_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
     """The snapshot in its canonical form (``snapshots.py``): sha256 of these bytes is
     ``snapshot.content_hash``, so an export can be verified with ``sha256sum``."""
+    if snapshot.model_labels:
+        rows = list(frozen_labels_by_source(snapshot))
+        human: Iterable[tuple[str, str, int]] = [(q, i, g) for q, i, g, src in rows if not src]
+        model = [(q, i, src, g) for q, i, g, src in rows if src]
+    else:
+        human, model = frozen_judgments(snapshot), []
     return canonical_lines(
         slug=snapshot.collection.slug,
         unit=snapshot.unit,
         relevant_grade=snapshot.relevant_grade,
         scale=snapshot.scale,
         queries=frozen_queries(snapshot),
-        judgments=frozen_judgments(snapshot),
+        judgments=human,
         unjudged=frozen_unjudged(snapshot),
+        model_judgments=model,
         overlap=None
         if not snapshot.has_overlap
         else Overlap(

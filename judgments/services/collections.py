@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from ..extensions import label_source
 from ..locks import lock_collection
 from ..models import Assessment, Collection, Judgment, LabelingUnit, ReviewTask, TaskStatus
 from ..resolution import POLICIES
@@ -85,7 +86,26 @@ COLLECTION_SETTINGS = (
     "assessors_per_item",
     "resolution_policy",
     "adjudicate_distance",
+    "model_labels",
 )
+
+
+def _check_model_labels(collection: Collection, changes: dict[str, Any]) -> None:
+    """The policy is '' (no model label ever) or the name of one of the collection's
+    judges, as the registered label source (the judges app) knows them."""
+    name = changes.get("model_labels", "")
+    if not isinstance(name, str):
+        raise InvariantError(f"model_labels {name!r} must be a judge's name or ''")
+    if not name:
+        return
+    source = label_source()
+    names = source.names(collection) if source is not None else []
+    if name not in names:
+        raise InvariantError(
+            f"model_labels names no judge of '{collection.slug}': {name!r}; its judges are "
+            f"{', '.join(names) or 'none (the judges app is not installed)'}, or '' for "
+            "no model label"
+        )
 
 
 def _check_overlap_settings(changes: dict[str, Any]) -> None:
@@ -144,8 +164,10 @@ def update_collection_settings(*, collection: Collection, **changes: Any) -> Col
     """Change a collection's settings: name, description, guidelines, pool depth,
     whether it holds its whole corpus (then runs naming items it lacks are refused), and
     how several assessors per item are resolved (assessors per item, resolution policy,
-    adjudicate distance). Going from one assessor per item to several keeps every
-    judgment as its reviewer's assessment and gives the open tasks their other slots.
+    adjudicate distance), and whether a model judge's proposals become labels at freeze
+    where no person assessed (``model_labels``: '' or a judge's name). Going from one
+    assessor per item to several keeps every judgment as its reviewer's assessment and
+    gives the open tasks their other slots.
 
     The scale, relevant grade and unit are not settings: they fix what every stored
     judgment and snapshot means, so they are set once, when the collection is created.
@@ -164,6 +186,7 @@ def update_collection_settings(*, collection: Collection, **changes: Any) -> Col
     if type(depth) is not int or depth < 1:
         raise InvariantError(f"pool depth {depth!r} must be a positive integer")
     _check_overlap_settings(changes)
+    _check_model_labels(collection, changes)
     given, collection = collection, lock_collection(collection.pk)
     starts_overlap = not collection.has_overlap and changes.get("assessors_per_item", 1) > 1
     if changes:

@@ -22,12 +22,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from ..extensions import grade_recorded
 from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
 from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
@@ -309,16 +311,19 @@ def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
     queue = Queue(request, collection)
     if collection.has_overlap:
         return _assess(queue, task, grade=data["grade"], note=data["note"])
-    graded = grade_item(
-        request,
-        collection,
-        query=task.query,
-        item=task.item,
-        grade=data["grade"],
-        note=data["note"],
-        expected_version=data["expected_version"],
-        source=ChangeSource.UI,
-    )
+    with transaction.atomic():  # the grade and what listeners record of it, or neither
+        graded = grade_item(
+            request,
+            collection,
+            query=task.query,
+            item=task.item,
+            grade=data["grade"],
+            note=data["note"],
+            expected_version=data["expected_version"],
+            source=ChangeSource.UI,
+        )
+        if graded.saved:
+            grade_recorded(graded.judgment, request.user, request.POST)
     if graded.conflict is not None or graded.error:
         return queue.answer(
             task=task,

@@ -283,10 +283,22 @@ class ReportCollectionSerializer(serializers.Serializer):
     unit = serializers.CharField()
 
 
+class ReportLabelsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    human = serializers.IntegerField(help_text="Labels by people.")
+    model = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Labels by model judge, accepted by the collection's policy where no "
+        "person assessed; {} when every label is a person's.",
+    )
+    summary = serializers.CharField()
+
+
 class ReportSnapshotSerializer(serializers.Serializer):
     number = serializers.IntegerField()
     content_hash = serializers.CharField()
     relevant_grade = serializers.IntegerField()
+    labels = ReportLabelsSerializer(help_text="Who made the snapshot's labels.")
 
 
 class ReportRunSerializer(serializers.Serializer):

@@ -456,7 +456,9 @@ def qrels_grades_for_run(run: Run, qrels: Qrels, run_to_qrels: np.ndarray) -> np
     # search (a 10M-row run has ~2% of rows judged).
     bitmap = np.zeros(_BITMAP_SIZE, dtype=bool)
     bitmap[(qsorted & _BITMAP_MASK).astype(np.int64)] = True
-    cand = np.flatnonzero(bitmap[(rkey & _BITMAP_MASK).astype(np.int64)])
+    low = np.bitwise_and(rkey, _BITMAP_MASK)  # one temporary, gathered from in place
+    cand = np.flatnonzero(bitmap.take(low.view(np.int64)))
+    del low
     ck = rkey[cand]
     pos = np.searchsorted(qsorted, ck)
     pos[pos >= qsorted.size] = 0

@@ -228,6 +228,7 @@ def build_diagnosis(
         "run": run.name,
         "snapshot": snapshot.number,
         "snapshot_hash": snapshot.content_hash,
+        "labels": snapshot.label_sources,
         "unit": snapshot.unit,
         "k": k,
         "rel_level": rel_level,

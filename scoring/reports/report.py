@@ -51,6 +51,7 @@ def header_of(evaluation: Evaluation) -> list[dict[str, str]]:
         ("unit", "Labeling unit", snapshot.unit),
         ("snapshot", "Snapshot", f"v{snapshot.number}"),
         ("snapshot_hash", "Snapshot hash", f"sha256:{snapshot.content_hash}"),
+        ("labels", "Labels", snapshot.label_sources),
         (
             "mapping",
             "Unit mapping",

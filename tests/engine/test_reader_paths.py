@@ -121,6 +121,46 @@ def test_rows_already_in_order_or_nearly_so(
     assert read_run(_file(tmp_path, "run.trec", text)).to_mapping() == expected
 
 
+def test_qrels_keep_the_files_order_within_a_query_on_both_paths(
+    tmp_path: Path, either: str
+) -> None:
+    # 300 interleaved lines: numpy's default sort is not stable beyond a handful of equal
+    # keys, so only a stable grouping keeps each query's docids in file order.
+    rows = [(f"q{i % 3}", f"d{(i * 7919) % 1000:03d}") for i in range(300)]
+    path = _file(tmp_path, "qrels.txt", "".join(f"{q} 0 {d} 1\n" for q, d in rows))
+    qrels = read_qrels(path)
+    assert qrels.qids == ("q0", "q1", "q2")
+    assert qrels.docids.to_pylist() == [d for q in ("q0", "q1", "q2") for r, d in rows if r == q]
+    assert qrels.offsets.tolist() == [0, 100, 200, 300]
+
+
+def test_a_presorted_run_with_ties_reads_as_trec_eval_orders_it(
+    tmp_path: Path, either: str
+) -> None:
+    # Rows query by query, scores never rising: only ties (equal query and score) can be
+    # out of trec_eval's order, which breaks them by docid descending. Ties at the start,
+    # middle and end of a query, two ties in a row, and one score shared across queries
+    # (a different query: not a tie).
+    rows = [
+        ("q1", "a", "9"), ("q1", "c", "9"), ("q1", "b", "9"),
+        ("q1", "x", "5"),
+        ("q1", "d", "4"), ("q1", "f", "4"),
+        ("q1", "e", "3"), ("q1", "g", "3"),
+        ("q2", "m", "3"), ("q2", "k", "3"), ("q2", "z", "2"),
+        ("q3", "p", "1"),
+        ("q4", "s", "1"), ("q4", "t", "0"), ("q4", "u", "0"),
+    ]  # fmt: skip
+    text = "".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(rows, start=1))
+    run = read_run(_file(tmp_path, "run.trec", text))
+    assert run.to_mapping() == {
+        "q1": ["c", "b", "a", "x", "f", "d", "g", "e"],
+        "q2": ["m", "k", "z"],
+        "q3": ["p"],
+        "q4": ["s", "u", "t"],
+    }
+    assert run.offsets.tolist() == [0, 8, 11, 12, 15]
+
+
 def test_runs_in_rank_order_read_the_same_on_both_paths(tmp_path: Path, either: str) -> None:
     text = (
         "q1 Q0 a 3 9 t\nq1 Q0 b 1 1 t\nq2 Q0 c 5 0 t\nq2 Q0 d 2 0 t\nq1 Q0 e 2 5 t\n"

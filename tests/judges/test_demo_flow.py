@@ -20,7 +20,14 @@ from judges.models import Proposal, ProposalState
 from judges.selectors import ACCEPTED_MARK
 from judges.services import accepted_proposals
 from judges.tasks import start_proposals
-from judgments.models import Collection, Judgment, ReviewTask, SnapshotJudgment, TaskStatus
+from judgments.models import (
+    Collection,
+    Judgment,
+    Query,
+    ReviewTask,
+    SnapshotJudgment,
+    TaskStatus,
+)
 from judgments.services import freeze_snapshot
 
 
@@ -36,6 +43,60 @@ def calibration_json(slug: str, judge: str = "local-baseline") -> dict:
     out = io.StringIO()
     call_command("calibration", slug, "--judge", judge, "--json", stdout=out)
     return json.loads(out.getvalue())
+
+
+def reference_orderings(collection: Collection) -> dict:
+    """The orderings recomputed from the rows with trec_eval's nDCG@10 (pytrec_eval)."""
+    import pytrec_eval
+    from scipy.stats import kendalltau
+
+    from scoring.models import RankedList, Run
+
+    relevant = set(
+        Query.objects.filter(collection=collection, status="relevant").values_list(
+            "external_id", flat=True
+        )
+    )
+    human: dict[str, dict[str, int]] = {}
+    for q, i, g in Judgment.objects.filter(query__collection=collection).values_list(
+        "query__external_id", "item__external_id", "grade"
+    ):
+        human.setdefault(q, {})[i] = g
+    model: dict[str, dict[str, int]] = {}
+    for p in Proposal.objects.filter(collection=collection, state="ok").order_by(
+        "created_at", "pk"
+    ):
+        model.setdefault(p.query.external_id, {})[p.item.external_id] = p.grade
+    rel = collection.relevant_grade
+    shared = sorted(
+        q
+        for q in relevant
+        if max(human.get(q, {0: 0}).values()) >= rel and max(model.get(q, {0: 0}).values()) >= rel
+    )
+    scores: dict[str, dict[str, float]] = {}
+    for run in Run.objects.filter(collection=collection):
+        final = run.stages.order_by("-position").first()
+        ranked = dict(RankedList.objects.filter(stage=final).values_list("query_id", "items"))
+        trec_run = {
+            q: {item: float(len(items) - r) for r, item in enumerate(items)}
+            for q, items in ranked.items()
+            if q in shared
+        }
+        scores[run.name] = {}
+        for name, qrels in (("human", human), ("model", model)):
+            per_query = pytrec_eval.RelevanceEvaluator(
+                {q: qrels[q] for q in shared}, {"ndcg_cut.10"}
+            ).evaluate(trec_run)
+            # A shared query the run lacks scores 0 (as trec_eval -c).
+            total = sum(per_query.get(q, {}).get("ndcg_cut_10", 0.0) for q in shared)
+            scores[run.name][name] = total / len(shared)
+    names = sorted(scores)
+    orders = tuple(
+        [n for n in sorted(names, key=lambda n: (-scores[n][labels], n))]
+        for labels in ("human", "model")
+    )
+    tau = kendalltau([scores[n]["human"] for n in names], [scores[n]["model"] for n in names])
+    return {"queries": len(shared), "scores": scores, "orders": orders, "tau": tau.statistic}
 
 
 @pytest.mark.django_db(transaction=False)
@@ -96,14 +157,32 @@ def test_demo_judge_job_calibration_and_freeze(demo, jobs_inline, client):
     assert lo < report["kappa"] < hi and report["interval"]["seed"] == 0
     assert calibration_json(demo.slug) == report  # seeded: the same interval again
 
+    # The runs ordered under people's labels and under the judge's, each final stage by
+    # nDCG@10 on the queries relevant under both: scores equal trec_eval's (pytrec_eval)
+    # on qrels and rankings built here from the rows, tau equals scipy's on those.
+    orderings = report["run_orderings"]
+    expected = reference_orderings(demo)
+    assert orderings["queries"] == expected["queries"] > 0
+    for row in orderings["scores"]:
+        for labels in ("human", "model"):
+            assert row["scores"][labels] == pytest.approx(
+                expected["scores"][row["run"]][labels], abs=1e-9
+            )
+    assert (orderings["human_order"], orderings["model_order"]) == expected["orders"]
+    assert orderings["kendall_tau"] == pytest.approx(expected["tau"], abs=1e-12)
+
     # The default policy: a freeze after the job finds nothing changed since v1.
     snapshot, created = freeze_snapshot(collection=demo, by=evaluator)
     assert (snapshot.number, created) == (1, False)
     frozen = set(SnapshotJudgment.objects.filter(snapshot=snapshot).values_list("query", "item"))
     assert frozen == human_pairs
-    # What an accepting policy would add: the proposals of the pooled pairs only.
+    # What an accepting policy would add: the proposals of the pooled pairs only, and
+    # none on a query people confirmed has no answer.
+    no_answer = set(Query.objects.filter(collection=demo, status="no_answer").values_list("pk"))
     accepted = accepted_proposals(demo, "local-baseline")
-    assert {(p.query_id, p.item_id) for p in accepted} == pooled
+    assert {(p.query_id, p.item_id) for p in accepted} == {
+        (q, i) for q, i in pooled if (q,) not in no_answer
+    }
 
     # The queue shows the proposal of the item on screen; "a" accepts it.
     reviewer = get_user_model().objects.get(username="reviewer")

@@ -9,7 +9,7 @@ from judgments.admin import ReadOnlyAdmin
 REGISTERED = sorted(
     (m._meta.app_label, m._meta.model_name, type(a)) for m, a in admin.site._registry.items()
 )
-OURS = [r for r in REGISTERED if r[0] in ("judgments", "scoring")]
+OURS = [r for r in REGISTERED if r[0] in ("judgments", "scoring", "judges")]
 
 
 @pytest.mark.django_db

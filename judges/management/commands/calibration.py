@@ -68,4 +68,25 @@ class Command(BaseCommand):
                 f"  bias: {bias['leaning']} (mean model - human {bias['mean_difference']:+.3f})"
             )
         lines.append("  confusion (rows human, columns model): " + json.dumps(report["confusion"]))
+        o = report["run_orderings"]
+        tau = o["kendall_tau"]
+        lines.append(
+            f"  runs by {o.get('measure', 'nDCG@10')} on {o.get('queries', 0)} shared queries: "
+            f"people {', '.join(o.get('human_order', [])) or '-'}; "
+            f"judge {', '.join(o.get('model_order', [])) or '-'}; Kendall tau-b "
+            + (
+                f"{tau:.3f} (p {o['p_value']:.3f})"
+                if tau is not None
+                else f"undefined: {o['reason']}"
+            )
+        )
+        d = report["decisions"]
+        lines.append(
+            f"  in the queue: {d['accepted']} accepted, {d['overridden']} overridden"
+            + (
+                f" (acceptance {d['acceptance_rate']:.3f})"
+                if d["acceptance_rate"] is not None
+                else ""
+            )
+        )
         self.stdout.write("\n".join(lines))

@@ -138,6 +138,10 @@ class IgnoreFormatParameter(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+#: Who made the exported labels: TREC qrels have no place for it, so a header says it.
+LABELS_HEADER = "Verity-Label-Sources"
+
+
 QRELS_MEDIA_TYPES = {"trec": "text/plain; charset=utf-8", "jsonl": "application/jsonl"}
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
@@ -154,7 +158,10 @@ def _encoded(lines: Iterator[str]) -> Iterator[bytes]:
     "`manage.py export_qrels SLUG --snapshot N`; `with_unjudged=1` adds open review "
     "tasks as grade -1. `format=jsonl` gives the snapshot's canonical form (statuses, "
     "evidence, unjudged markers), whose sha256 is the snapshot's content hash. The ETag is "
-    '`"sha256:<content hash>"` in both formats; If-None-Match with it answers 304.',
+    '`"sha256:<content hash>"` in both formats; If-None-Match with it answers 304. The '
+    "`Verity-Label-Sources` header counts the labels by who made them: `people=N`, and "
+    "`model:<judge>=M` for each model judge whose proposals the collection's policy "
+    "accepted (in TREC qrels they are plain lines; the JSONL form marks them).",
     parameters=[
         OpenApiParameter(
             "format",
@@ -225,4 +232,5 @@ class QrelsView(CollectionScoped, APIView):
                 f'inline; filename="{self.collection.slug}-v{snapshot.number}.{suffix}"'
             )
         response["ETag"] = etag
+        response[LABELS_HEADER] = snapshot.label_counts
         return response

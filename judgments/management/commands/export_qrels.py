@@ -94,6 +94,11 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="")
 
     def _export_snapshot(self, snapshot: Snapshot, options: dict[str, Any]) -> None:
+        if snapshot.model_labels:  # the qrels lines cannot say it; stderr does
+            self.stderr.write(
+                f"note: v{snapshot.number} labels by source: {snapshot.label_counts} "
+                "(model labels accepted by the collection's policy where no person assessed)"
+            )
         if options["format"] == "jsonl":
             chunks: Iterable[bytes] = snapshot_canonical_lines(snapshot)
         else:

@@ -47,4 +47,5 @@ class Command(BaseCommand):
             f"Froze '{collection.slug}' v{snapshot.number} in {took:.1f} s: "
             f"{snapshot.n_judgments} judgments, {snapshot.n_queries} queries, "
             f"{snapshot.n_unjudged} unjudged markers.\nsha256:{snapshot.content_hash}"
+            + (f"\nLabels: {snapshot.label_sources}." if snapshot.model_labels else "")
         )

@@ -128,6 +128,7 @@ class Command(BaseCommand):
         w(f"evaluation {r['id']}" + ("" if created else " (same inputs as before: stored result)"))
         w(f"collection: {r['collection']['slug']} — unit: {r['collection']['unit']}")
         w(f"snapshot: v{snap['number']} sha256:{snap['content_hash'][:12]}{which}")
+        w(f"labels: {snap['labels']['summary']}")
         run = r["run"]
         p = r["params"]
         w(f"run: {run['name']} stage: {r['stage']} order: {run['order']} dedup: {run['dedup']}")

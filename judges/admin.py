@@ -1,0 +1,37 @@
+"""Django admin for the judges app: judge configuration is editable (the API key never:
+only the name of its environment variable); proposals and decisions are read-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from judgments.admin import ReadOnlyAdmin
+
+from .models import JudgeConfig, Proposal, ProposalDecision
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    list_display = ["name", "collection", "provider", "model", "base_url", "show_in_queue"]
+    list_filter = ["collection", "provider"]
+    search_fields = ["name", "model"]
+    readonly_fields = ["created_at"]
+
+    def formfield_for_dbfield(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
+        if db_field.name == "base_url":
+            kwargs["assume_scheme"] = "https"  # Django 6's default, said now
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+@admin.register(Proposal)
+class ProposalAdmin(ReadOnlyAdmin):
+    list_display = ["judge", "collection", "query", "item", "grade", "state", "created_at"]
+    list_filter = ["collection", "judge", "state"]
+
+
+@admin.register(ProposalDecision)
+class ProposalDecisionAdmin(ReadOnlyAdmin):
+    list_display = ["proposal", "outcome", "grade", "user", "created_at"]
+    list_filter = ["outcome"]

@@ -1,0 +1,87 @@
+"""Hooks through which apps above ``judgments`` add to what it does, without
+``judgments`` importing them (the layers in pyproject's import-linter contracts).
+
+Each app registers in its ``AppConfig.ready()``, so every path (page, API, command,
+job) sees the same hooks:
+
+- a **label source** (the judges app): the model-made labels a collection's policy
+  accepts at freeze (``Collection.model_labels`` names the judge), and the names a
+  collection's policy may take;
+- **queue grade listeners** (the judges app): told of each grade given in the review
+  queue, inside the transaction that records it, with the posted form, so a decision
+  about a shown proposal is stored with the judgment or not at all;
+- a **qrels scorer** (the scoring app): scores a collection's runs against qrels given
+  as data, for a judge's calibration (runs ordered under human and under model labels).
+
+With nothing registered, a policy that names a judge cannot be set or frozen (the
+error says why); grades are recorded as before; there is no ordering to compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ModelLabel:
+    """A grade a collection's policy accepts from a model judge for a pair no person
+    assessed: database ids for the frozen row, external ids for the canonical form."""
+
+    query_pk: int
+    item_pk: int
+    qid: str
+    item: str
+    grade: int
+    judge: str
+
+
+class LabelSource(Protocol):
+    def names(self, collection: Any) -> list[str]:
+        """The judges a collection's policy may name."""
+        ...
+
+    def labels(self, collection: Any, judge: str) -> Iterable[ModelLabel]:
+        """The labels ``judge`` adds to a freeze of ``collection``: one per pair that no
+        person judged or assessed; raises ``LookupError`` naming the judges there are."""
+        ...
+
+
+#: (judgment, user, posted form): called inside the transaction of a queue grade.
+GradeListener = Callable[[Any, Any, Mapping[str, Any]], None]
+#: (collection, {"human": qrels, "model": qrels}, statuses) -> the runs scored both ways.
+QrelsScorer = Callable[[Any, Mapping[str, Mapping[str, Mapping[str, int]]]], dict[str, Any]]
+
+_label_source: list[LabelSource] = []
+_grade_listeners: list[GradeListener] = []
+_qrels_scorer: list[QrelsScorer] = []
+
+
+def register_label_source(source: LabelSource) -> None:
+    """Set the one source of model labels (again on a second ``ready()``: tests)."""
+    _label_source[:] = [source]
+
+
+def label_source() -> LabelSource | None:
+    return _label_source[0] if _label_source else None
+
+
+def register_grade_listener(listener: GradeListener) -> None:
+    if listener not in _grade_listeners:
+        _grade_listeners.append(listener)
+
+
+def grade_recorded(judgment: Any, user: Any, posted: Mapping[str, Any]) -> None:
+    """Tell every listener of a grade given in the queue; a listener that raises
+    undoes the grade (the caller holds one transaction for both)."""
+    for listener in _grade_listeners:
+        listener(judgment, user, posted)
+
+
+def register_qrels_scorer(scorer: QrelsScorer) -> None:
+    _qrels_scorer[:] = [scorer]
+
+
+def qrels_scorer() -> QrelsScorer | None:
+    return _qrels_scorer[0] if _qrels_scorer else None
