@@ -33,9 +33,11 @@ from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
 from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
 from ..selectors import (
+    QUEUE_COUNT_CAP,
     QueryProgress,
     held_task_for,
     judgment_changes,
+    open_count_shown,
     open_tasks_of,
     query_in,
     query_progress,
@@ -185,7 +187,11 @@ def _queue_response(
         return redirect(reverse("judgments:review", args=[collection.slug]) + scope.suffix)
     if task is not None:
         task = task_for_review(collection, task.pk)
-    n_open, n_claimed = queue_progress(collection)
+    # Open tasks counted up to the cap: above it the page says "more than 1,000" (and the
+    # JSON's progress.open is that text), so that a queue of 100,000 costs no more per
+    # key press than one of 1,000. n_open stays a number for the template's conditions.
+    n_open, n_claimed = queue_progress(collection, open_cap=QUEUE_COUNT_CAP)
+    n_open_shown = open_count_shown(n_open, cap=QUEUE_COUNT_CAP)
     context: dict[str, Any] = {
         "collection": collection,
         "task": task,
@@ -198,6 +204,7 @@ def _queue_response(
         "message": message,
         "note": note,
         "n_open": n_open,
+        "n_open_shown": n_open_shown,
         "n_claimed": n_claimed,
         "judged_session": session.judged,
         "no_answer": QueryStatus.NO_ANSWER,
@@ -215,7 +222,11 @@ def _queue_response(
         "message": message,
         "error": error,
         "conflict": conflict is not None,
-        "progress": {"open": n_open, "claimed": n_claimed, "judged_session": session.judged},
+        "progress": {
+            "open": n_open if n_open <= QUEUE_COUNT_CAP else n_open_shown,
+            "claimed": n_claimed,
+            "judged_session": session.judged,
+        },
         "task": None
         if task is None
         else {"id": task.pk, "query": task.query.external_id, "item": task.item.external_id},
