@@ -491,3 +491,42 @@ SITE_RULES += [
         "the exact pass decides; the marks come from `first` either way",
     ),
 ]
+
+# The tie-only sort of a presorted run: a check that answers "not presorted" when the run
+# is presorted costs time only (the full sort gives the same order).
+_FULL_SORT = (
+    "the run is then treated as not presorted and sorted in full by (query, score desc, "
+    "docid desc): the same order, more time"
+)
+SITE_RULES += [
+    (
+        "trec_run.x__order_of_sorted",
+        r"if not bool\(\(codes\[1:\] >= codes\[:-1\]\)\.all\(\)\):",
+        r"if not bool\(None\):|codes\[1:\] > codes\[:-1\]",
+        _FULL_SORT,
+    ),
+    (
+        "trec_run.x__order_of_sorted",
+        r"if bool\(\(same & \(scores\[1:\] > scores\[:-1\]\)\)\.any\(\)\):",
+        r"same \| \(scores|scores\[1:\] >= scores\[:-1\]",
+        _FULL_SORT,
+    ),
+    (
+        "trec_run.x__order_of_sorted",
+        r"tied\[1:\] \|= tie",
+        r"tied\[1:\] = tie",
+        "`tied` is all False when this runs first, so assigning is or-ing",
+    ),
+    (
+        "trec_run.x__order_of_sorted",
+        r"first = np\.ones\(rows\.size, dtype=bool\)",
+        r"dtype=None\)|rows\.size, \)",
+        "float ones and zeros count up to the same group numbers as bools, and sort alike",
+    ),
+    (
+        "params.x_natural_key",
+        r"\(0, int\(part\)\) if part\.isdigit\(\) else \(1, part\)",
+        r"else \(2, part\)",
+        "text parts still sort after number parts ((2, s) as (1, s))",
+    ),
+]
