@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.engine import EvalParams, evaluate
+from scoring.engine import EvalParams, evaluate, exclusion_reason
 
 QRELS = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}, "q3": {"e": 1, "z": 0}}
 RUN = {"q1": ["x", "a", "b"], "q2": ["c", "y"], "q3": ["z", "e"]}
@@ -55,3 +55,19 @@ def test_a_query_whose_ranking_misses_every_group_has_evidence_0():
 
     assert result.per_query["q"]["Evidence@5"] == 0.0
     assert result.aggregates["Evidence@5"] == {"macro": 0.0}
+
+
+@pytest.mark.parametrize(
+    "status,in_qrels,has_relevant,reason",
+    [
+        ("relevant", True, True, ""),
+        ("no_answer", True, True, "no_answer"),
+        ("unreviewed", True, False, "unreviewed"),
+        (None, True, True, "no_status"),
+        (None, False, False, "not_in_qrels"),
+        ("relevant", True, False, "no_relevant_judgments"),
+    ],
+)
+def test_the_scorability_rule_with_statuses_by_default(status, in_qrels, has_relevant, reason):
+    # The package's documented call leaves statuses_given out: statuses are then given.
+    assert exclusion_reason(status, in_qrels=in_qrels, has_relevant=has_relevant) == reason

@@ -139,3 +139,14 @@ def test_a_pooled_but_unjudged_grade_joins_as_unjudged() -> None:
     run = Run.from_mapping({"q": ["a", "b", "c", "d", "e"]})
     grades = tables.qrels_grades_for_run(run, qrels, np.array([0]))
     assert grades.tolist() == [tables.UNJUDGED, 0, 2, tables.UNJUDGED, tables.UNJUDGED]
+
+
+@pytest.mark.parametrize("judged", [["a", "b"], ["a", "b", "c", "d"]], ids=["two", "four"])
+def test_judgments_whose_keys_all_collide_still_join_exactly(monkeypatch, judged) -> None:
+    # Every judged id of the query hashes alike (two, the fewest that can collide): the
+    # keyed join could find only one of them, so the exact pass must decide.
+    _chosen_hashes(monkeypatch, {**dict.fromkeys(judged, 7), "y": 3})
+    qrels = Qrels.from_mapping({"q": {d: g for g, d in enumerate(judged, start=1)}})
+    run = Run.from_mapping({"q": ["y", *reversed(judged)]})
+    grades = tables.qrels_grades_for_run(run, qrels, np.array([0]))
+    assert grades.tolist() == [tables.UNJUDGED, *range(len(judged), 0, -1)]
