@@ -698,3 +698,51 @@ SITE_RULES += [
         "names asked for are read from them",
     ),
 ]
+
+NAMED_RULES.update(
+    dict.fromkeys(
+        [
+            "scoring.engine.evaluate.x_evaluate__mutmut_89",
+            "scoring.engine.evaluate.x_evaluate__mutmut_125",
+            "scoring.engine.evaluate.x_evaluate__mutmut_156",
+        ],
+        _HINT,
+    )
+)
+_SAME_WORDS = (
+    "the hash reads the same words: extra zero padding past the last id is never read "
+    "unmasked, and an empty copy of no bytes is no copy"
+)
+_LOOPS = (
+    "the ragged loop hashes every word the whole-array loop leaves, in the same order, so "
+    "the hashes are equal (the whole-array loop only saves index work)"
+)
+SITE_RULES += [
+    (
+        "tables.x__hash_chunk",
+        r"padded = np\.zeros\(hi - lo \+ 8, dtype=np\.uint8\)",
+        r"hi \+ lo \+ 8|hi - lo \+ 9",
+        _SAME_WORDS,
+    ),
+    ("tables.x__hash_chunk", r"^if hi > lo:$", r"^if hi >= lo:$", _SAME_WORDS),
+    (
+        "tables.x__hash_chunk",
+        r"^while bool\(\(rem > 0\)\.all\(\)\):$",
+        r"bool\(None\)|rem > 1\)",
+        _LOOPS,
+    ),
+    (
+        "tables.x__hash_chunk",
+        r'with np\.errstate\(over="ignore"\):',
+        r"over=None\)",
+        "numpy reports no overflow for integer arrays (only for scalars), and every value "
+        "here is an array: the setting changes no result and raises no warning",
+    ),
+    (
+        "tables.x__hash_chunk",
+        r"^short = (rem|r) < 8$",
+        r"^short = (rem|r) (<= 8|< 9)$",
+        "a word of exactly 8 bytes is then masked too, by (1 << 64) - 1: numpy defines a "
+        "shift by 64 as 0, so the mask wraps to all ones and keeps the word whole",
+    ),
+]

@@ -16,6 +16,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from scoring.engine import tables
 
@@ -91,3 +92,17 @@ def test_keys_put_the_query_on_top_of_the_hash():
     assert keys.tolist() == [
         (int(q) << 40) | (model_hash(s) >> 24) for q, s in zip(qcodes, ids, strict=True)
     ]
+
+
+def test_a_null_id_is_refused_by_the_hash():
+    with pytest.raises(ValueError, match=r"^ids must not be null$"):
+        tables._hash_chunk(pa.array(["a", None]))
+
+
+def test_query_indices_past_the_keys_top_bits_are_refused():
+    # 2^24 queries fit the keys' top 24 bits; index 2^24 would not (evaluate joins such
+    # runs by the exact pass instead).
+    ok = tables.id_keys(np.array([tables.MAX_KEYED_QUERIES - 1]), pa.array(["a"]))
+    assert int(ok[0]) >> 40 == tables.MAX_KEYED_QUERIES - 1
+    with pytest.raises(OverflowError, match=r"^too many queries for keyed joins$"):
+        tables.id_keys(np.array([tables.MAX_KEYED_QUERIES]), pa.array(["a"]))
