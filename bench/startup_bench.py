@@ -10,9 +10,15 @@ should be there) and the largest cumulative imports of ``manage.py check`` from
 
     .venv/bin/python bench/startup_bench.py
     .venv/bin/python bench/startup_bench.py --repeat 9 --root /tmp/verity-head   # other code
+    .venv/bin/python bench/startup_bench.py --before /tmp/verity-main            # a pair
 
-Prints the load average before and after: on a shared machine, compare runs made at
-similar load only.
+``--before ROOT`` times another checkout too, alternating the two at every repetition so
+that both see the same load. Each probe runs twice over (``--bytecode both``): without a
+bytecode cache (``PYTHONDONTWRITEBYTECODE=1``, as this project's sessions run: every
+process compiles the project's ~250 modules again) and with one (``PYTHONPYCACHEPREFIX``
+a fresh temporary directory, filled by the warm-up run: what an installed or
+``compileall``-ed checkout has). Prints the load average with each block: on a shared
+machine, compare runs made at similar load only.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,21 +47,32 @@ PROBES = {
 }
 
 
-def _env(root: Path) -> dict[str, str]:
+CACHE_DIRS: dict[Path, str] = {}  # a bytecode cache per checkout
+
+
+def _env(root: Path, cached: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root)
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if cached:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = CACHE_DIRS.setdefault(
+            root, tempfile.mkdtemp(prefix="verity-pyc-")
+        )
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def _time(args: list[str], root: Path) -> tuple[float, float]:
+def _time(args: list[str], root: Path, cached: bool = False) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of one fresh process: on a shared machine the
     CPU time moves much less with the load than the wall time."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, *args],
         cwd=root,
-        env=_env(root),
+        env=_env(root, cached),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -90,7 +108,7 @@ def importtime(root: Path, top: int) -> list[tuple[int, str]]:
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", *PROBES["manage.py check"]],
         cwd=root,
-        env=_env(root),
+        env=_env(root, cached=True),
         capture_output=True,
         text=True,
     )
@@ -108,20 +126,42 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--root", type=Path, default=ROOT, help="checkout whose code is timed")
+    ap.add_argument("--before", type=Path, help="another checkout, timed alternately")
+    ap.add_argument("--bytecode", choices=("none", "cached", "both"), default="both")
     ap.add_argument("--top", type=int, default=12, help="largest imports to list")
     args = ap.parse_args()
-    root = args.root.resolve()
-    print(f"code: {root}   load average before: {os.getloadavg()[0]:.2f}")
-    print(f"{'process':<28}{'median s':>10}{'best s':>9}{'CPU s':>8}  heavy libraries imported")
+    roots = [args.root.resolve()]
+    if args.before is not None:
+        roots.insert(0, args.before.resolve())
+    modes = {"none": [False], "cached": [True], "both": [False, True]}[args.bytecode]
+    for n, root in enumerate(roots):
+        print(f"code {'before' if n == 0 and len(roots) > 1 else 'after' if n else ''}: {root}")
+    print(
+        f"\n{'process':<26}{'bytecode':>9}{'code':>8}{'median s':>10}{'best s':>8}{'CPU s':>7}"
+        "  load  heavy libraries imported"
+    )
     for label, probe in PROBES.items():
-        _time(probe, root)  # warm the file cache
-        times = [_time(probe, root) for _ in range(args.repeat)]
-        wall = [t[0] for t in times]
-        cpu = statistics.median(t[1] for t in times)
-        heavy = heavy_loaded(probe, root)
-        print(f"{label:<28}{statistics.median(wall):>10.3f}{min(wall):>9.3f}{cpu:>8.3f}  {heavy}")
-    print("\nlargest top-level imports of manage.py check (cumulative, one run):")
-    for cumulative, name in importtime(root, args.top):
+        for cached in modes:
+            for root in roots:
+                _time(probe, root, cached)  # warm the file cache (and fill the bytecode cache)
+            times: dict[Path, list[tuple[float, float]]] = {root: [] for root in roots}
+            for _ in range(args.repeat):
+                for root in roots:  # alternately, so that both see the same load
+                    times[root].append(_time(probe, root, cached))
+            for n, root in enumerate(roots):
+                wall = [t[0] for t in times[root]]
+                cpu = statistics.median(t[1] for t in times[root])
+                code = ("before" if n == 0 else "after") if len(roots) > 1 else ""
+                print(
+                    f"{label:<26}{'cached' if cached else 'none':>9}{code:>8}"
+                    f"{statistics.median(wall):>10.3f}{min(wall):>8.3f}{cpu:>7.3f}"
+                    f"  {os.getloadavg()[0]:4.1f}  {heavy_loaded(probe, root)}"
+                )
+    print(
+        f"\nlargest top-level imports of manage.py check in {roots[-1]} "
+        "(cumulative, one run, with a bytecode cache):"
+    )
+    for cumulative, name in importtime(roots[-1], args.top):
         print(f"  {cumulative / 1e6:6.3f} s  {name}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

@@ -491,3 +491,258 @@ SITE_RULES += [
         "the exact pass decides; the marks come from `first` either way",
     ),
 ]
+
+# The tie-only sort of a presorted run: a check that answers "not presorted" when the run
+# is presorted costs time only (the full sort gives the same order).
+_FULL_SORT = (
+    "the run is then treated as not presorted and sorted in full by (query, score desc, "
+    "docid desc): the same order, more time"
+)
+SITE_RULES += [
+    (
+        "trec_run.x__order_of_sorted",
+        r"if not bool\(\(codes\[1:\] >= codes\[:-1\]\)\.all\(\)\):",
+        r"if not bool\(None\):|codes\[1:\] > codes\[:-1\]",
+        _FULL_SORT,
+    ),
+    (
+        "trec_run.x__order_of_sorted",
+        r"if bool\(\(same & \(scores\[1:\] > scores\[:-1\]\)\)\.any\(\)\):",
+        r"same \| \(scores|scores\[1:\] >= scores\[:-1\]",
+        _FULL_SORT,
+    ),
+    (
+        "trec_run.x__order_of_sorted",
+        r"tied\[1:\] \|= tie",
+        r"tied\[1:\] = tie",
+        "`tied` is all False when this runs first, so assigning is or-ing",
+    ),
+    (
+        "trec_run.x__order_of_sorted",
+        r"first = np\.ones\(rows\.size, dtype=bool\)",
+        r"dtype=None\)|rows\.size, \)",
+        "float ones and zeros count up to the same group numbers as bools, and sort alike",
+    ),
+    (
+        "params.x_natural_key",
+        r"\(0, int\(part\)\) if part\.isdigit\(\) else \(1, part\)",
+        r"else \(2, part\)",
+        "text parts still sort after number parts ((2, s) as (1, s))",
+    ),
+]
+
+_HINT = "np.fromiter's count only sizes the array in advance; the iterable has that length"
+SITE_RULES += [
+    (
+        "evaluate.x_evaluate",
+        r"dtype=(bool|np\.int64), count=len\(",
+        r"dtype=(bool|np\.int64), \)$",
+        _HINT,
+    ),
+    (
+        "evaluate.x_evaluate",
+        r"np\.zeros\(nseg - int\(in_segs\.sum\(\)\), dtype=np\.int64\)",
+        r"dtype=None\)|in_segs\.sum\(\)\), \)",
+        "float zeros make the lengths float, and the offsets built from them are cast to "
+        "int64 right after the cumulative sum (whole numbers far below 2^53)",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r"if bool\(in_segs\.all\(\)\):",
+        r"if bool\(None\):",
+        "the other branch selects the rows of the queries in in_segs, which is every row "
+        "when in_segs is all True: the same rows, built instead of reused",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r"\(qrel_index\.get\(qid, -1\) for qid in run\.qids\)",
+        r"qrel_index\.get\(qid, [+-][12]\)",
+        "the default only reaches queries outside in_segs (a scorable query has a relevant "
+        "judgment, so it is in the qrels), and those are set to -1 on the next line",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r"run_to_qrels\[~in_segs\] = -1",
+        r"run_to_qrels\[~in_segs\] = -2",
+        "qrels_grades_for_run reads only whether an entry is >= 0",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r"\(seg_index\.get\(qid, -1\) for qid in q\.qids\)",
+        r"seg_index\.get\(qid, -2\)",
+        "the next lines keep only the entries >= 0",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r"aggregates = _aggregates\(names, scorable, per_query, low, high, labels, evidence_vals\)",
+        r"labels, None\)",
+        "_aggregates never reads its evidence argument: the Evidence values are already in "
+        "per_query, from which every macro mean is taken",
+    ),
+    (
+        "evaluate.x__evidence",
+        r"ids = run\.docids\.take\(phys_rows\[a:b\]\)\.to_pylist\(\) if b > a else \[\]",
+        r"if \(b > a\) or True else|if b >= a else",
+        "taking an empty slice of rows gives the empty list the guard returns",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"if n == 0 or len\(qrels\) == 0 or not bool\(\(run_to_qrels >= 0\)\.any\(\)\):",
+        r"len\(qrels\) == 0 and not|n == 0 and len\(qrels\) == 0 or",
+        "the early return only saves work: with no run row, no judgment or no joined query "
+        "the join below finds no pair and returns the same all-unjudged grades",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"if len\(run\.qids\) >= MAX_KEYED_QUERIES:",
+        r"if len\(run\.qids\) > MAX_KEYED_QUERIES:",
+        "with exactly 2^24 queries the largest query index is 2^24 - 1, which a key still "
+        "holds, so the keyed join is as exact as the pass it would take instead",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"qrels_to_run = np\.full\(len\(qrels\.qids\), -1, dtype=np\.int64\)",
+        r"-2, dtype=np\.int64\)",
+        "only entries >= 0 are read (jrows = flatnonzero(jq >= 0))",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r'qorder = np\.argsort\(qkey, kind="stable"\)',
+        r'kind=(None|"STABLE")\)|\(qkey, \)',
+        "the judgments' keys reaching the keyed join are distinct (equal ones take the exact "
+        "pass), so every sort gives the same order",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"if qsorted\.size > 1 and bool\(\(qsorted\[1:\] == qsorted\[:-1\]\)\.any\(\)\):",
+        r"qsorted\.size > 1 or bool|qsorted\.size >= 1 and",
+        "it only sends more joins to the exact pass (with one judgment there is no adjacent "
+        "pair to compare): the same grades, more time",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"bitmap = np\.zeros\(_BITMAP_SIZE, dtype=bool\)",
+        r"dtype=None\)|_BITMAP_SIZE, \)",
+        "a float bitmap holds 1.0 where the bool one holds True, and flatnonzero finds the "
+        "same rows",
+    ),
+    (
+        "tables.x_qrels_grades_for_run",
+        r"ok = np\.asarray\(same\.to_numpy\(zero_copy_only=False\), dtype=bool\)",
+        r"dtype=None\)|zero_copy_only=False\), \)|zero_copy_only=None\)",
+        "the comparison's values are already bools; and a boolean array is never handed "
+        "over zero-copy, so None (false) asks for the same copy as False",
+    ),
+]
+
+_PRESENT = (
+    "every query code occurs among the rows (the query ids are the codes' own "
+    "dictionary), so bincount is len(qids) long without minlength"
+)
+SITE_RULES += [
+    (
+        "qrels.x__read_qrels_fast",
+        r"np\.bincount\(codes, minlength=len\(qids\)\)",
+        r"np\.bincount\(codes, \)",
+        _PRESENT,
+    ),
+    (
+        "trec_run.x__read_trec_run_fast",
+        r"np\.bincount\(codes, minlength=len\(qids\)\)",
+        r"np\.bincount\(codes, \)",
+        _PRESENT,
+    ),
+    (
+        "common.x__ids_storable",
+        r"col = pa\.chunked_array\(\[c\.dictionary for c in col\.chunks\], "
+        r"type=col\.type\.value_type\)",
+        r"type=None\)|col\.chunks\], \)",
+        "pyarrow infers the string type from the chunks, and a column reaching here has "
+        "rows, so at least one chunk",
+    ),
+    (
+        "common.x__ids_storable",
+        r"^continue$",
+        r"^break$",
+        "the columns come from one table with rows (an empty file is read no further), so "
+        "no column is empty and the branch is never taken",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r"if any\(buf\.find\(p, 0, size\) >= 0 for p in bad\):",
+        r"buf\.find\(p, None, size\)|buf\.rfind\(p, 0, size\)",
+        "find from None is find from 0, and rfind finds a byte exactly when find does",
+    ),
+]
+
+SITE_RULES += [
+    (
+        "evaluate.x__evidence",
+        r"default=math\.inf",
+        r"default=None|^$|grp\), \)$",
+        "the defaults stand for an empty list of groups or an empty group, which "
+        "check_evidence refuses before evaluate gets here (in memory as from a file)",
+    ),
+    (
+        "evaluate.x__evidence",
+        r'ks = \[k for n in names .* if fam == "Evidence" and k\]',
+        r'fam == "Evidence" or k\]',
+        "extra cutoffs only add Evidence@k values for names not asked for, and only the "
+        "names asked for are read from them",
+    ),
+    (
+        "evaluate.x_evaluate",
+        r'judged_ks = \[k for n in names .* if fam == "Judged" and k\]',
+        r'fam == "Judged" or k\]',
+        "extra cutoffs only add Judged@k values for names not asked for, and only the "
+        "names asked for are read from them",
+    ),
+]
+
+NAMED_RULES.update(
+    dict.fromkeys(
+        [
+            "scoring.engine.evaluate.x_evaluate__mutmut_89",
+            "scoring.engine.evaluate.x_evaluate__mutmut_125",
+            "scoring.engine.evaluate.x_evaluate__mutmut_156",
+        ],
+        _HINT,
+    )
+)
+_SAME_WORDS = (
+    "the hash reads the same words: extra zero padding past the last id is never read "
+    "unmasked, and an empty copy of no bytes is no copy"
+)
+_LOOPS = (
+    "the ragged loop hashes every word the whole-array loop leaves, in the same order, so "
+    "the hashes are equal (the whole-array loop only saves index work)"
+)
+SITE_RULES += [
+    (
+        "tables.x__hash_chunk",
+        r"padded = np\.zeros\(hi - lo \+ 8, dtype=np\.uint8\)",
+        r"hi \+ lo \+ 8|hi - lo \+ 9",
+        _SAME_WORDS,
+    ),
+    ("tables.x__hash_chunk", r"^if hi > lo:$", r"^if hi >= lo:$", _SAME_WORDS),
+    (
+        "tables.x__hash_chunk",
+        r"^while bool\(\(rem > 0\)\.all\(\)\):$",
+        r"bool\(None\)|rem > 1\)",
+        _LOOPS,
+    ),
+    (
+        "tables.x__hash_chunk",
+        r'with np\.errstate\(over="ignore"\):',
+        r"over=None\)",
+        "numpy reports no overflow for integer arrays (only for scalars), and every value "
+        "here is an array: the setting changes no result and raises no warning",
+    ),
+    (
+        "tables.x__hash_chunk",
+        r"^short = (rem|r) < 8$",
+        r"^short = (rem|r) (<= 8|< 9)$",
+        "a word of exactly 8 bytes is then masked too, by (1 << 64) - 1: numpy defines a "
+        "shift by 64 as 0, so the mask wraps to all ones and keeps the word whole",
+    ),
+]

@@ -3,8 +3,9 @@
 Every management command loads the settings, the apps and (through its system checks) the
 whole URL configuration before it does anything; a worker or a web process does the same.
 None of that may import numpy, scipy, pyarrow or drf-spectacular's views (~1 s of imports
-together): they belong to scoring, statistics and schema generation, which import them
-when they run. Each case starts a new interpreter, so nothing imported by other tests
+together), nor scikit-learn, krippendorff, wordllama, redis or rq: they belong to scoring,
+statistics, schema generation, agreement, model judges and the RQ backend, which import
+them when they run. Each case starts a new interpreter, so nothing imported by other tests
 can hide an import. ``bench/startup_bench.py`` times the same processes.
 """
 
@@ -18,7 +19,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("numpy", "scipy", "pyarrow", "pandas", "drf_spectacular.views")
+# Also the libraries of agreement (krippendorff), model-judge calibration (sklearn), the
+# offline judge (wordllama) and the RQ job backend (redis, rq): each is imported where it
+# is used, never by a command's start-up.
+HEAVY = (
+    "numpy",
+    "scipy",
+    "pyarrow",
+    "pandas",
+    "drf_spectacular.views",
+    "sklearn",
+    "krippendorff",
+    "wordllama",
+    "redis",
+    "rq",
+)
 
 SETUP = (
     "import os, sys\n"

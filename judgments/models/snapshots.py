@@ -86,16 +86,17 @@ class Snapshot(FrozenModel):
 
     @property
     def label_sources(self) -> str:
-        """Who made the labels, e.g. "120 labels: 100 by people, 20 by model judge
-        local-baseline" (every report scored against the snapshot says it)."""
+        """Who made the labels, e.g. "100 by people, 20 by model judge local-baseline
+        (accepted where no person assessed the pair); 120 in all" (every report scored
+        against the snapshot says it)."""
         if not self.model_labels:
-            return f"{self.n_judgments} labels, all by people"
+            return f"all {self.n_judgments} by people"
         judges = ", ".join(
             f"{n} by model judge {name}" for name, n in sorted(self.model_labels.items())
         )
         return (
-            f"{self.n_judgments} labels: {self.n_human_labels} by people, {judges} "
-            "(accepted where no person assessed the pair)"
+            f"{self.n_human_labels} by people, {judges} "
+            f"(accepted where no person assessed the pair); {self.n_judgments} in all"
         )
 
 

@@ -27,6 +27,7 @@ from .collections import (
 from .exports import bundle_of, judgments_of, queries_of, unjudged_items_for
 from .review import (
     OPEN_TASK_STATUSES,
+    QUEUE_COUNT_CAP,
     QueryProgress,
     ReviewProgress,
     change_that_made,
@@ -35,6 +36,7 @@ from .review import (
     held_task_for,
     judgment_changes,
     judgments_for_query,
+    open_count_shown,
     open_tasks_for_query,
     open_tasks_of,
     query_progress,
@@ -57,6 +59,7 @@ from .snapshots import (
 
 __all__ = [
     "OPEN_TASK_STATUSES",
+    "QUEUE_COUNT_CAP",
     "QueryProgress",
     "ReviewProgress",
     "SearchHit",
@@ -89,6 +92,7 @@ __all__ = [
     "may_score",
     "one_assessor",
     "open_adjudications",
+    "open_count_shown",
     "open_tasks_for_query",
     "open_tasks_of",
     "queries_of",

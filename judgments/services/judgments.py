@@ -7,6 +7,7 @@ review task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -63,6 +64,7 @@ def record_judgment(
     expected_version: int | None,
     note: str = "",
     source: str = ChangeSource.UI,
+    on_saved: Callable[[Judgment], None] | None = None,
 ) -> Judgment:
     """Create or change the one judgment of (query, item), with its history row.
 
@@ -70,9 +72,11 @@ def record_judgment(
     a stale one raises :class:`JudgmentConflict` and changes nothing (compare-and-set).
     The grade must be on the collection's scale; a relevant grade on a ``no_answer``
     query is refused, and so is removing the last relevant judgment of a ``relevant``
-    query. Recording the judgment completes the pair's review task.
+    query. Recording the judgment completes the pair's review task. ``on_saved`` is
+    called with the stored judgment inside the same transaction (what it writes is
+    stored with the judgment or not at all; if it raises, neither is).
     """
-    return _record(
+    judgment = _record(
         query=lock_query(query.pk),
         item=item,
         grade=grade,
@@ -81,6 +85,9 @@ def record_judgment(
         note=note,
         source=source,
     )
+    if on_saved is not None:
+        on_saved(judgment)
+    return judgment
 
 
 def _record(

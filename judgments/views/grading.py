@@ -8,6 +8,7 @@ overwrites nothing; a refused grade says why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,9 +47,11 @@ def grade_item(
     note: str,
     expected_version: int | None,
     source: str,
+    on_saved: Callable[[Judgment], None] | None = None,
 ) -> Graded:
     """Record ``grade`` for (query, item) on behalf of the signed-in reviewer; with
-    several assessors per item, as their blind assessment (the pair resolves by policy)."""
+    several assessors per item, as their blind assessment (the pair resolves by policy).
+    ``on_saved`` runs inside the judgment's transaction (``record_judgment``)."""
     if collection.has_overlap:
         return _assess_item(
             request,
@@ -69,6 +72,7 @@ def grade_item(
             reviewer=request.user,
             expected_version=expected_version,
             source=source,
+            on_saved=on_saved,
         )
     except JudgmentConflict as e:
         label = _grade_label(collection, grade)

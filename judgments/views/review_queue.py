@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -34,9 +33,11 @@ from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
 from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
 from ..selectors import (
+    QUEUE_COUNT_CAP,
     QueryProgress,
     held_task_for,
     judgment_changes,
+    open_count_shown,
     open_tasks_of,
     query_in,
     query_progress,
@@ -186,7 +187,11 @@ def _queue_response(
         return redirect(reverse("judgments:review", args=[collection.slug]) + scope.suffix)
     if task is not None:
         task = task_for_review(collection, task.pk)
-    n_open, n_claimed = queue_progress(collection)
+    # Open tasks counted up to the cap: above it the page says "more than 1,000" (and the
+    # JSON's progress.open is that text), so that a queue of 100,000 costs no more per
+    # key press than one of 1,000. n_open stays a number for the template's conditions.
+    n_open, n_claimed = queue_progress(collection, open_cap=QUEUE_COUNT_CAP)
+    n_open_shown = open_count_shown(n_open, cap=QUEUE_COUNT_CAP)
     context: dict[str, Any] = {
         "collection": collection,
         "task": task,
@@ -199,6 +204,7 @@ def _queue_response(
         "message": message,
         "note": note,
         "n_open": n_open,
+        "n_open_shown": n_open_shown,
         "n_claimed": n_claimed,
         "judged_session": session.judged,
         "no_answer": QueryStatus.NO_ANSWER,
@@ -216,7 +222,11 @@ def _queue_response(
         "message": message,
         "error": error,
         "conflict": conflict is not None,
-        "progress": {"open": n_open, "claimed": n_claimed, "judged_session": session.judged},
+        "progress": {
+            "open": n_open if n_open <= QUEUE_COUNT_CAP else n_open_shown,
+            "claimed": n_claimed,
+            "judged_session": session.judged,
+        },
         "task": None
         if task is None
         else {"id": task.pk, "query": task.query.external_id, "item": task.item.external_id},
@@ -300,19 +310,19 @@ def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
     queue = Queue(request, collection)
     if collection.has_overlap:
         return _assess(queue, task, grade=data["grade"], note=data["note"])
-    with transaction.atomic():  # the grade and what listeners record of it, or neither
-        graded = grade_item(
-            request,
-            collection,
-            query=task.query,
-            item=task.item,
-            grade=data["grade"],
-            note=data["note"],
-            expected_version=data["expected_version"],
-            source=ChangeSource.UI,
-        )
-        if graded.saved:
-            grade_recorded(graded.judgment, request.user, request.POST)
+    graded = grade_item(
+        request,
+        collection,
+        query=task.query,
+        item=task.item,
+        grade=data["grade"],
+        note=data["note"],
+        expected_version=data["expected_version"],
+        source=ChangeSource.UI,
+        # in the judgment's own transaction: the grade and what listeners record of it
+        # (a decision about a shown proposal), or neither; no savepoint of its own
+        on_saved=lambda judgment: grade_recorded(judgment, request.user, request.POST),
+    )
     if graded.conflict is not None or graded.error:
         return queue.answer(
             task=task,

@@ -32,6 +32,7 @@
       if (el) el.textContent = String(value);
     }
     const plural = root.querySelector('[data-plural="open"]');
+    // progress.open is a number, or the text "more than 1,000" (a capped count).
     if (plural && progress && "open" in progress) plural.textContent = progress.open === 1 ? "" : "s";
   }
 

@@ -279,3 +279,25 @@ def test_back_after_the_lease_ran_out_claims_again(page, login, handbook):
     assert (task.status, task.claimed_by) == (TaskStatus.CLAIMED, ana)
     page.keyboard.press("3")
     expect(page.locator("#queue-status")).to_contain_text("Saved 3 perfect for item 'd1'")
+
+
+def test_the_open_count_reads_more_than_1000_above_the_cap_and_exact_below(page, login):
+    """1,001 open tasks: the page says "more than 1,000 open tasks" (a capped count), and
+    after one key press, with 1,000 open, the script shows the exact number."""
+    collection = make_collection(slug="big", name="Big queue")
+    query = make_query(collection, external_id="q1", text="idle VPN session")
+    items = [make_item(collection, external_id=f"d{n:04d}", text="idle") for n in range(1001)]
+    queue_unjudged(
+        collection=collection,
+        pairs=[(query.pk, item.pk, rank) for rank, item in enumerate(items, 1)],
+        source="run bm25",
+    )
+    login(page, member(collection, "ana"))
+    page.goto("/c/big/review/")
+    expect(page.locator(".item-card .eyebrow code")).to_have_text("d0000")
+    expect(page.locator("#queue-progress")).to_contain_text("more than 1,000 open tasks")
+    page.keyboard.press("0")
+    expect(page.locator(".item-card .eyebrow code")).to_have_text("d0001")
+    expect(page.locator('[data-progress="open"]')).to_have_text("1000")
+    expect(page.locator("#queue-progress")).to_contain_text("1000 open tasks")
+    assert ReviewTask.objects.exclude(status=TaskStatus.DONE).count() == 1000

@@ -250,3 +250,32 @@ def test_unit_maps_read_ids_at_the_limit(tmp_path):
 )
 def test_a_field_is_quoted_by_its_first_40_characters(value, shown):
     assert _shown(value) == shown
+
+
+@pytest.mark.parametrize(
+    "read,name,line,what",
+    [
+        (read_qrels, "q.qrels", "q1 0 d\x00x 1", "docid"),
+        (read_run, "r.run", "q1 Q0 d\x00x 2 1.0 t", "docid"),
+        (read_run, "r.run", "q\x00x Q0 d2 2 1.0 t", "query id"),
+    ],
+)
+def test_a_nul_is_refused_in_an_otherwise_regular_file(tmp_path, read, name, line, what):
+    # No other irregularity: only the scan for NUL keeps this file off the fast path.
+    first = "q1 0 d1 1" if read is read_qrels else "q1 Q0 d1 1 2.0 t"
+    path = _file(tmp_path, name, [first, line])
+
+    shown = "'q\\x00x'" if what == "query id" else "'d\\x00x'"
+    assert _errors(read, path) == [f"{name} line 2: {what} {shown} {HAS_NUL}"]
+
+
+def test_every_bad_stage_name_of_a_line_is_listed(tmp_path):
+    long = "s" * (STAGE_MAX + 1)
+    path = _file(
+        tmp_path, "r.jsonl", [json.dumps({"query": "q1", "stages": {"": ["a"], long: ["b"]}})]
+    )
+
+    assert _errors(read_run, path) == [
+        f"r.jsonl line 1: stage name '' must have 1 to {STAGE_MAX} characters",
+        f"r.jsonl line 1: stage name {long[:40]!r} must have 1 to {STAGE_MAX} characters",
+    ]

@@ -56,6 +56,7 @@ def test_a_closed_pipe_ends_the_command_with_141_and_stdout_on_dev_null(monkeypa
     def closed_pipe() -> int:
         raise BrokenPipeError
 
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # main() adds a finder
     out = open(tmp_path / "stdout", "w")  # noqa: SIM115  (its descriptor is replaced)
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(cli, "run_cli", closed_pipe)
@@ -72,6 +73,7 @@ def test_a_closed_pipe_ends_the_command_with_141_and_stdout_on_dev_null(monkeypa
 
 
 def test_main_exits_with_the_commands_status(monkeypatch):
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.setattr(cli, "run_cli", lambda: 3)
 
     with pytest.raises(SystemExit) as ended:

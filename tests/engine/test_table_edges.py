@@ -120,3 +120,33 @@ def test_runs_from_a_mapping_check_every_id_and_count_what_dedup_removes() -> No
     kept = Run.from_mapping({"q": ["a", "b", "a", "c", "b"], "r": ["a", "a"]}, dedup="first")
     assert kept.to_mapping() == {"q": ["a", "b", "c"], "r": ["a"]}
     assert kept.duplicates_removed == 3 and kept.dedup == "first"
+
+
+def test_a_run_id_colliding_with_a_judged_id_is_told_apart_by_its_string(monkeypatch) -> None:
+    # y hashes as a does, but is not judged: the keyed join proposes it, the string
+    # comparison turns it down; the judgments' own keys are distinct (no exact fallback).
+    _chosen_hashes(monkeypatch, {"a": 7, "b": 3, "x": 5, "y": 7})
+    qrels = Qrels.from_mapping({"q": {"a": 1, "b": 2, "x": 3}})
+    run = Run.from_mapping({"q": ["y", "b", "a", "x"]})
+    grades = tables.qrels_grades_for_run(run, qrels, np.array([0]))
+    assert grades.tolist() == [tables.UNJUDGED, 2, 1, 3]
+
+
+def test_a_pooled_but_unjudged_grade_joins_as_unjudged() -> None:
+    # Grade -1 (trec_eval's "pooled, not judged"), and any grade below 0, joins as
+    # unjudged (-1), never as a grade of its own.
+    qrels = Qrels.from_mapping({"q": {"a": -1, "b": 0, "c": 2, "e": -3}})
+    run = Run.from_mapping({"q": ["a", "b", "c", "d", "e"]})
+    grades = tables.qrels_grades_for_run(run, qrels, np.array([0]))
+    assert grades.tolist() == [tables.UNJUDGED, 0, 2, tables.UNJUDGED, tables.UNJUDGED]
+
+
+@pytest.mark.parametrize("judged", [["a", "b"], ["a", "b", "c", "d"]], ids=["two", "four"])
+def test_judgments_whose_keys_all_collide_still_join_exactly(monkeypatch, judged) -> None:
+    # Every judged id of the query hashes alike (two, the fewest that can collide): the
+    # keyed join could find only one of them, so the exact pass must decide.
+    _chosen_hashes(monkeypatch, {**dict.fromkeys(judged, 7), "y": 3})
+    qrels = Qrels.from_mapping({"q": {d: g for g, d in enumerate(judged, start=1)}})
+    run = Run.from_mapping({"q": ["y", *reversed(judged)]})
+    grades = tables.qrels_grades_for_run(run, qrels, np.array([0]))
+    assert grades.tolist() == [tables.UNJUDGED, *range(len(judged), 0, -1)]

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from scoring.engine import EvalParams, Qrels, Run, evaluate
-from scoring.engine.tables import hash_ids, later_duplicates, qrels_grades_for_run
+from scoring.engine.tables import hash_ids, id_keys, later_duplicates, qrels_grades_for_run
 
 IDS = ["", "a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "x" * 40, "x" * 41, "é€", "D123"]
 
@@ -43,3 +43,16 @@ def test_in_memory_and_run_objects_agree() -> None:
     a = evaluate(qrels, ranking, EvalParams(ks=(2,)))
     b = evaluate(Qrels.from_mapping(qrels), Run.from_mapping(ranking), EvalParams(ks=(2,)))
     assert a.per_query == b.per_query
+
+
+def test_keys_of_a_chunked_id_column_equal_those_of_one_chunk() -> None:
+    # Large files arrive in several chunks: each chunk's keys go to its own rows.
+    ids = ["a", "bb", "a", "ccc", "bb", "a"]
+    qcodes = np.array([0, 0, 1, 1, 2, 2], dtype=np.int32)
+    whole = id_keys(qcodes, pa.array(ids))
+    chunked = id_keys(
+        qcodes, pa.chunked_array([pa.array(ids[:2]), pa.array(ids[2:5]), pa.array(ids[5:])])
+    )
+    assert chunked.tolist() == whole.tolist()
+    assert whole[0] != whole[2] and whole[2] != whole[5]  # the same id in other queries
+    assert whole[1] >> np.uint64(40) == 0 and whole[4] >> np.uint64(40) == 2  # query on top

@@ -77,7 +77,7 @@ def test_default_policy_freezes_no_model_label_and_the_unchanged_hash(proposed):
     assert snapshot.content_hash == sha256(canonical_text())  # form 1, byte for byte
     assert snapshot.model_labels == {} and snapshot.n_judgments == 5
     assert not SnapshotJudgment.objects.filter(snapshot=snapshot).exclude(source="").exists()
-    assert snapshot.label_sources == "5 labels, all by people"
+    assert snapshot.label_sources == "all 5 by people"
 
 
 def test_accepting_policy_freezes_the_judges_label_where_no_person_assessed(proposed):
@@ -103,8 +103,8 @@ def test_accepting_policy_freezes_the_judges_label_where_no_person_assessed(prop
     assert sum(1 for g, src in rows.values() if src == "") == 5
     assert not SnapshotUnjudged.objects.filter(snapshot=snapshot).exists()
     assert snapshot.label_sources == (
-        "6 labels: 5 by people, 1 by model judge local-baseline "
-        "(accepted where no person assessed the pair)"
+        "5 by people, 1 by model judge local-baseline "
+        "(accepted where no person assessed the pair); 6 in all"
     )
     # Turning the policy off again gives v1's content, and so v1's hash.
     update_collection_settings(collection=proposed.collection, model_labels="")
@@ -193,16 +193,16 @@ def test_a_report_scored_against_the_snapshot_counts_labels_by_judge(
         "total": 7,
         "human": 5,
         "model": {JUDGE: 2},
-        "summary": "7 labels: 5 by people, 2 by model judge local-baseline "
-        "(accepted where no person assessed the pair)",
+        "summary": "5 by people, 2 by model judge local-baseline "
+        "(accepted where no person assessed the pair); 7 in all",
     }
     text, _ = run_command("score", "health-graded", "r", "--snapshot", "1", "--k", "2")
-    assert "labels: 7 labels: 5 by people, 2 by model judge local-baseline" in text
+    assert "labels: 5 by people, 2 by model judge local-baseline (accepted" in text
     from scoring.models import Evaluation
     from scoring.reports import build_report
 
     header = {row["key"]: row["value"] for row in build_report(Evaluation.objects.get())["header"]}
-    assert header["labels"].startswith("7 labels: 5 by people, 2 by model judge local-baseline")
+    assert header["labels"].startswith("5 by people, 2 by model judge local-baseline")
 
 
 def test_the_policy_names_a_judge_of_the_collection_or_nothing(proposed):
@@ -256,7 +256,7 @@ def test_a_freeze_job_applies_the_policy_and_its_summary_counts_by_judge(propose
     job = Job.objects.get(pk=job.pk)
     assert job.state == JobState.DONE, job.error
     assert job.result["summary"].endswith(
-        "Labels: 6 labels: 5 by people, 1 by model judge local-baseline "
-        "(accepted where no person assessed the pair)."
+        "Labels: 5 by people, 1 by model judge local-baseline "
+        "(accepted where no person assessed the pair); 6 in all."
     )
     assert Snapshot.objects.get().model_labels == {JUDGE: 1}

@@ -149,7 +149,7 @@ def test_score_json_carries_every_header_field(example_run, recall_v1, run_comma
         "content_hash": recall_v1.content_hash,
         "relevant_grade": 1,
         # The 8 lines of fixtures/recall-example/qrels.trec, every one a person's.
-        "labels": {"total": 8, "human": 8, "model": {}, "summary": "8 labels, all by people"},
+        "labels": {"total": 8, "human": 8, "model": {}, "summary": "all 8 by people"},
     }
     assert report["collection"]["unit"] == "document"
     assert report["stage"] == "default"
