@@ -1,16 +1,18 @@
 """A run's ranked lists as the import holds them: item ids in rank order, one Arrow
-string array per stage, read with bounded memory and encoded for storage without a
-Python object per id.
+string array per stage (or per piece), read with bounded memory and encoded for storage
+without a Python object per id.
 
-Reading: a large TREC run is read by the engine's reader a piece at a time (whole
-queries per piece, ``CHUNK_BYTES`` of file each), so that only one piece's columns are
-ever held while it is validated and sorted; what is kept of each piece is its ids in
-rank order (~12 bytes an id). A TREC query's ranking depends on its own lines only, so
-the pieces give what the whole file gives, provided no query's lines are split between
-pieces. When they are (a file not grouped by query), or a piece is refused, the whole
-file is read again as one: its refusal then names the file and its line numbers, as
-always. The file's sha256 is computed on the same pass. This module imports numpy and
-pyarrow: ``import_run`` imports it when it runs.
+Reading: a large TREC run is read by the engine's reader a piece at a time
+(``TrecPieces``: whole queries per piece, ``CHUNK_BYTES`` of file each), so that only one
+piece's columns are ever held while it is validated and sorted; what is kept of a piece
+is its ids in rank order (~12 bytes an id). ``import_run`` on PostgreSQL stores each
+piece's lists before reading the next; ``read_rankings`` joins the pieces into one stage.
+A TREC query's ranking depends on its own lines only, so the pieces give what the whole
+file gives, provided no query's lines are split between pieces. When they are (a file not
+grouped by query), or a piece is refused, the file is read whole (``ReadWhole``): its
+refusal then names the file and its line numbers, as always. The file's sha256 is
+computed on the same pass. This module imports numpy and pyarrow: ``import_run`` imports
+it when it runs.
 """
 
 from __future__ import annotations

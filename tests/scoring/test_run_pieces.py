@@ -1,9 +1,12 @@
-"""A large TREC run is read a piece at a time (``scoring.services.run_lists``): what is
-stored, pooled and refused is exactly what reading the file whole gives.
+"""A large TREC run is read a piece at a time (``scoring.services.run_lists``), and on
+PostgreSQL stored as it is read: what is stored, pooled and refused is exactly what
+reading the file whole gives.
 
-Each test imports the same file twice, into two collections set up alike: once with
-pieces of a few hundred bytes, once with pieces larger than the file (read whole). The
-stored lists are also checked against the JSON text that Django's ``JSONField`` writes.
+The import tests import the same file twice, into two collections set up alike: once
+with pieces of a few hundred bytes, once with pieces larger than the file (read whole).
+The stored lists are also checked against the JSON text that Django's ``JSONField``
+writes. Run them with ``DATABASE_URL=postgres://…`` too: that is the path that stores as
+it reads.
 """
 
 from __future__ import annotations
