@@ -274,13 +274,7 @@ class _Writing:
 
         stages, sha256 = _read_stages(self.path, order=order, dedup=dedup, pieces=pieces)
         run_qids = {q for s in stages for q in s.qids}
-        unknown = check_unknown_queries(
-            collection=self.collection,
-            path=self.path,
-            qids=run_qids,
-            known=self.query_pks.keys(),
-            ignore=ignore,
-        )
+        unknown = self._unknown(run_qids, ignore=ignore)
         run = self._run(stages, sha256=sha256, order_rule=stages[0].order, fields=fields)
         report = RunImportReport(run=run, stages=[], unknown=unknown, pool_depth=self.depth)
         skipped = set(unknown.query_ids)
@@ -331,13 +325,7 @@ class _Writing:
                 counts["n_queries"] += part["n_queries"]
                 counts["n_rows"] += part["n_rows"]
                 self._write(lists, piece, kept, 0)
-        unknown = check_unknown_queries(
-            collection=self.collection,
-            path=self.path,
-            qids=qids,
-            known=self.query_pks.keys(),
-            ignore=ignore,
-        )
+        unknown = self._unknown(qids, ignore=ignore)
         run = self._run(
             [pieces],
             sha256=pieces.sha256,
@@ -349,6 +337,15 @@ class _Writing:
         report = RunImportReport(run=run, stages=[stage], unknown=unknown, pool_depth=self.depth)
         report.queries_not_in_collection = sorted(qids - self.query_pks.keys())
         return report
+
+    def _unknown(self, qids: set[str], *, ignore: bool) -> UnknownIds:
+        return check_unknown_queries(
+            collection=self.collection,
+            path=self.path,
+            qids=qids,
+            known=self.query_pks.keys(),
+            ignore=ignore,
+        )
 
     def _run(
         self,

@@ -247,16 +247,11 @@ def test_a_run_of_the_same_name_stored_meanwhile_wins(monkeypatch, tmp_path, row
     collection = collection_like("race")
     real_draw = run_services._draw_pks
 
+    other = tmp_path / "other.trec"
+    other.write_text("q0 Q0 d1 1 1.0 other\n", encoding="utf-8")
+
     def draw_while_another_import_stores_r(*models):
-        Run.objects.create(
-            collection=collection,
-            name="r",
-            source_filename="other.trec",
-            source_sha256="0" * 64,
-            source_format="trec",
-            order_rule="score",
-            dedup_policy="first",
-        )
+        import_run(collection=collection, path=other, name="r")
         return real_draw(*models)
 
     monkeypatch.setattr(run_services, "_draw_pks", draw_while_another_import_stores_r)
@@ -267,5 +262,5 @@ def test_a_run_of_the_same_name_stored_meanwhile_wins(monkeypatch, tmp_path, row
             collection=collection, path=path, name="r", dedup="first", ignore_unknown_queries=True
         )
 
-    # Here the "other import" ran on this connection, so its run went with the rollback.
+    # Here the other import ran on this connection, so its rows went with the rollback.
     assert row_counts() == before
