@@ -61,14 +61,16 @@ def _bad_id(value: str, where: str, what: str, errors: ErrorCollector) -> bool:
 
 
 def _ids_storable(*columns: pa.ChunkedArray) -> bool:
-    """False if any id is longer than ``ID_MAX`` bytes: the careful reader then names the
-    lines. (An id holding NUL never gets here: ``_sniff_delimiter`` declines the file.)"""
+    """False if any id is longer than ``ID_MAX`` bytes or holds NUL: the careful reader
+    then names the lines."""
     for col in columns:
         if pa.types.is_dictionary(col.type):
             col = pa.chunked_array([c.dictionary for c in col.chunks], type=col.type.value_type)
         if not col.length():
             continue
         if pc.max(pc.binary_length(col)).as_py() > ID_MAX:
+            return False
+        if pc.any(pc.match_substring(col, "\x00")).as_py():
             return False
     return True
 
@@ -92,15 +94,11 @@ def _sniff_delimiter(path: PathLike, fields: int) -> str | None:
         if len(first.split(delim)) != fields:
             return None
         # Bytes that trec_eval treats as whitespace but pyarrow as data (and CR, which
-        # pyarrow alone treats as a line end); and NUL, which no id may hold: the careful
-        # reader names its line (one memchr pass here instead of a pass over every id).
-        bad = (b" " if delim == b"\t" else b"\t", b"\r", b"\x0b", b"\x0c", b"\x00")
+        # pyarrow alone treats as a line end).
+        bad = (b" " if delim == b"\t" else b"\t", b"\r", b"\x0b", b"\x0c")
         fh.seek(0)
-        # One buffer, filled again and again: a fresh 64 MiB block per read costs page
-        # faults (system time) on every block of a large file.
-        buf = bytearray(_BLOCK)
-        while size := fh.readinto(buf):
-            if any(buf.find(p, 0, size) >= 0 for p in bad):
+        while block := fh.read(_BLOCK):
+            if any(p in block for p in bad):
                 return None
         return delim.decode()
 

@@ -48,36 +48,18 @@ def _drop_rows(
     return perm[keep_final], np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
 
 
-def _order_of_sorted(
-    codes: np.ndarray, scores: np.ndarray, docids: pa.ChunkedArray
-) -> np.ndarray | None:
-    """trec_eval's order of the rows when they already come query by query with scores
-    not rising (a run as systems write it), else ``None`` (sort them all).
+def _scores_sorted(codes: np.ndarray, scores: np.ndarray) -> bool:
+    """True if rows already are in trec_eval's order, so the sort can be skipped.
 
-    Only rows tied on (query, score) can be out of order, and trec_eval breaks those ties
-    by docid, descending: those rows alone are sorted, within their tie.
+    Rows with equal scores in one query count as unsorted: checking their docid order costs
+    about as much as the sort that settles it.
     """
-    perm = np.arange(codes.size, dtype=np.int64)
     if codes.size < 2:
-        return perm
+        return True
     if not bool((codes[1:] >= codes[:-1]).all()):
-        return None
+        return False
     same = codes[1:] == codes[:-1]
-    if bool((same & (scores[1:] > scores[:-1])).any()):
-        return None
-    tie = same & (scores[1:] == scores[:-1])  # row i + 1 ties with row i
-    if not bool(tie.any()):
-        return perm
-    tied = np.zeros(codes.size, dtype=bool)
-    tied[1:] |= tie
-    tied[:-1] |= tie
-    rows = np.flatnonzero(tied)
-    first = np.ones(rows.size, dtype=bool)  # the first row of each tie
-    first[1:] = ~tie[rows[1:] - 1]
-    keyed = pa.table({"g": np.cumsum(first), "d": docids.take(pa.array(rows, type=pa.int64()))})
-    within = pc.sort_indices(keyed, sort_keys=[("g", "ascending"), ("d", "descending")])
-    perm[rows] = rows[within.to_numpy()]
-    return perm
+    return not bool((same & (scores[1:] >= scores[:-1])).any())
 
 
 def _read_trec_run_fast(
@@ -114,8 +96,8 @@ def _read_trec_run_fast(
         if bool(((rs[1:] == rs[:-1]) & (cs[1:] == cs[:-1])).any()):
             return None  # equal ranks: the careful reader names the lines
         del ranks, rs, cs
-    elif (presorted := _order_of_sorted(codes, scores.to_numpy(), docids)) is not None:
-        perm = presorted
+    elif _scores_sorted(codes, scores.to_numpy()):
+        perm = np.arange(codes.size, dtype=np.int64)
     else:
         keyed = pa.table({"q": codes, "s": scores, "d": docids})
         perm = pc.sort_indices(
