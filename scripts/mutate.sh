@@ -59,6 +59,10 @@ pytest_add_cli_args_test_selection = [
   "tests/judgments/test_imports.py",
   "tests/judgments/test_models.py",
   "tests/judgments/test_failures.py",
+  "tests/judgments/test_assessments.py",
+  "tests/judgments/test_queue_count.py",
+  "tests/judgments/test_import_trec.py",
+  "tests/judges/test_model_labels.py",
 ]
 EOF
   # Each mutant's tests run in a fresh pytest session: on PostgreSQL with --reuse-db the
