@@ -151,7 +151,9 @@ def run_acceptance(page) -> None:
     expect(page).to_have_url(re.compile(r"/runs/acceptance/q/C/$"))
     row = page.locator('tr[data-item="y"]')
     expect(row).to_contain_text("unjudged, in the review queue")
-    # Judge it as in the queue: focus its row, press a grade's digit.
+    # Judge it as in the queue: focus its row, press a grade's digit (once the page's
+    # deferred script listens: the server-rendered row is there before it runs).
+    page.wait_for_load_state("load")
     row.focus()
     page.keyboard.press("0")
     expect(page.locator(".msg.success")).to_contain_text("Saved 0 not relevant for item 'y'")
