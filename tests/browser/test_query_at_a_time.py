@@ -110,6 +110,7 @@ def test_one_query_to_the_end_by_keyboard_then_search_and_judge(page, login, dem
     page.keyboard.press("Enter")
     row = page.locator(f"#hit-{target.pk}")
     expect(row).to_contain_text("unjudged, not surfaced by any run")
+    page.wait_for_load_state("load")  # the keys' script is deferred: listening only then
     row.focus()  # the hit in focus, as j/k would put it
     expect(row).to_be_focused()
     page.keyboard.press("1")
