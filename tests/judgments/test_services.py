@@ -38,6 +38,7 @@ from judgments.services import (
     queue_unjudged,
     record_judgment,
     record_judgment_once,
+    remove_judgment,
     set_evidence_condition,
     set_query_status,
     validate_scale,
@@ -929,3 +930,90 @@ def test_bad_evidence_conditions_say_what_they_must_be(groups, message):
     with pytest.raises(InvariantError) as refused:
         normalize_evidence(groups)
     assert str(refused.value) == message
+
+
+# -- removing a judgment (the undo of its creation) --------------------------------------------
+
+
+def test_remove_judgment_deletes_it_records_history_and_reopens_its_task(
+    collection_graded, query_vaccines, item_cdc_faq, item_who_qa, reviewer_ana, reviewer_ben
+):
+    q = query_vaccines.pk
+    queue_unjudged(
+        collection=collection_graded,
+        pairs=[(q, item_cdc_faq.pk, 1), (q, item_who_qa.pk, 2)],
+        source="run bm25",
+    )
+    judgment = make_judgment(
+        query=query_vaccines, item=item_cdc_faq, grade=1, reviewer=reviewer_ana
+    )
+    make_judgment(query=query_vaccines, item=item_who_qa, grade=0, reviewer=reviewer_ana)
+    assert set(ReviewTask.objects.values_list("status", flat=True)) == {TaskStatus.DONE}
+
+    remove_judgment(
+        query=query_vaccines,
+        item=item_cdc_faq,
+        reviewer=reviewer_ben,
+        expected_version=judgment.version,
+        source=ChangeSource.API,
+    )
+
+    assert not Judgment.objects.filter(query=query_vaccines, item=item_cdc_faq).exists()
+    assert history_of(query_vaccines, item_cdc_faq) == [(None, 1, 1, "ana"), (1, None, 2, "ben")]
+    change = JudgmentChange.objects.filter(item=item_cdc_faq).latest("pk")
+    assert (change.old_note, change.new_note, change.source) == ("", "", ChangeSource.API)
+    # The pair goes back to the queue; the other pair's task stays done.
+    tasks = dict(ReviewTask.objects.values_list("item__external_id", "status"))
+    assert tasks == {"cdc-mrna-faq": TaskStatus.PENDING, "who-vaccines-qa": TaskStatus.DONE}
+
+
+def test_remove_judgment_with_a_stale_version_changes_nothing(
+    query_vaccines, item_cdc_faq, reviewer_ana
+):
+    judgment = make_judgment(
+        query=query_vaccines, item=item_cdc_faq, grade=1, reviewer=reviewer_ana
+    )
+    before = stored(judgment)
+
+    with pytest.raises(JudgmentConflict) as conflict:
+        remove_judgment(
+            query=query_vaccines, item=item_cdc_faq, reviewer=reviewer_ana, expected_version=2
+        )
+
+    assert conflict.value.current.version == 1
+    assert stored(judgment) == before
+    assert history_of(query_vaccines, item_cdc_faq) == [(None, 1, 1, "ana")]
+
+
+def test_remove_judgment_of_an_unjudged_pair_is_refused(query_vaccines, item_cdc_faq):
+    with pytest.raises(InvariantError) as refused:
+        remove_judgment(query=query_vaccines, item=item_cdc_faq, reviewer=None, expected_version=1)
+
+    assert str(refused.value) == (
+        f"item 'cdc-mrna-faq' has no judgment for query '{query_vaccines.external_id}'"
+    )
+    assert not JudgmentChange.objects.exists()
+
+
+def test_remove_judgment_keeps_a_relevant_querys_last_relevant_judgment(
+    query_vaccines, item_cdc_faq, item_who_qa, reviewer_ana
+):
+    relevant = make_judgment(
+        query=query_vaccines, item=item_cdc_faq, grade=3, reviewer=reviewer_ana
+    )
+    other = make_judgment(query=query_vaccines, item=item_who_qa, grade=0, reviewer=reviewer_ana)
+    set_query_status(query=query_vaccines, status=QueryStatus.RELEVANT, by=reviewer_ana)
+
+    with pytest.raises(InvariantError) as refused:
+        remove_judgment(
+            query=query_vaccines, item=item_cdc_faq, reviewer=reviewer_ana, expected_version=1
+        )
+    assert "is the only relevant item of query" in str(refused.value)
+    assert stored(relevant)["grade"] == 3
+
+    # A non-relevant judgment of the same query may go.
+    remove_judgment(
+        query=query_vaccines, item=item_who_qa, reviewer=reviewer_ana, expected_version=1
+    )
+    assert not Judgment.objects.filter(pk=other.pk).exists()
+    assert Judgment.objects.filter(pk=relevant.pk).exists()
