@@ -2,10 +2,10 @@
 
 Input: the pairs that both the judge and people graded, as ``(qid, item, model_grade,
 human_grade)``. Output: the JSON the page, the API and ``manage.py calibration --json``
-share. Kappa comes from scikit-learn's ``cohen_kappa_score`` (plain and quadratic),
-alpha from the ``krippendorff`` package (ordinal, the model and the people as two
-coders), both imported lazily. When issue 12's ``judgments.agreement`` is merged, these
-calls can go through its ``pair_figures`` and ``alpha``; the keys stay.
+share. Kappa (plain and quadratic) and ordinal alpha are those of assessor agreement,
+``judgments.agreement.pair_figures`` and ``alpha`` (scikit-learn's ``cohen_kappa_score``
+and the ``krippendorff`` package, imported lazily), with the model and the people as
+the two coders.
 
 A figure is ``null`` with its reason, never 0 or 1, below ``MIN_PAIRS`` shared pairs or
 when it is 0/0 (every grade the same). The interval is a percentile bootstrap over the
@@ -30,26 +30,21 @@ Pair = tuple[str, str, int, int]
 
 
 def _figures(model: Sequence[int], human: Sequence[int], grades: Sequence[int]) -> dict[str, float]:
-    import krippendorff
-    import numpy as np
-    from sklearn.metrics import cohen_kappa_score
+    """Kappa, quadratic kappa and ordinal alpha; nan where a figure is 0/0."""
+    from judgments.agreement import alpha, pair_figures
 
-    labels = list(grades)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # 0/0 comes back as nan and is said undefined
-        kappa = float(cohen_kappa_score(human, model, labels=labels))
-        quadratic = float(cohen_kappa_score(human, model, labels=labels, weights="quadratic"))
-        if len(set(model) | set(human)) < 2:
-            alpha = math.nan  # krippendorff refuses one value outright; it is 0/0 here
-        else:
-            alpha = float(
-                krippendorff.alpha(
-                    reliability_data=np.array([model, human], dtype=float),
-                    value_domain=sorted(labels),
-                    level_of_measurement="ordinal",
-                )
-            )
-    return {"kappa": kappa, "kappa_quadratic": quadratic, "alpha_ordinal": alpha}
+    kappas = pair_figures(human, model, grades=grades)
+    ratings = {
+        (str(n), ""): {"model": m, "people": h}
+        for n, (m, h) in enumerate(zip(model, human, strict=True))
+    }
+    ordinal, _ = alpha(ratings, grades=grades, level="ordinal")
+    figures = {
+        "kappa": kappas["kappa"],
+        "kappa_quadratic": kappas["kappa_quadratic"],
+        "alpha_ordinal": ordinal,
+    }
+    return {key: math.nan if value is None else value for key, value in figures.items()}
 
 
 def confusion(model: Sequence[int], human: Sequence[int], grades: Sequence[int]) -> list[list[int]]:

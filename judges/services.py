@@ -249,10 +249,11 @@ class JudgeLabels:
         return selectors.judge_names(collection)
 
     def labels(self, collection: Collection, judge: str) -> list[ModelLabel]:
-        if judge not in self.names(collection):
+        names = self.names(collection)
+        if judge not in names:
             raise LookupError(
                 f"collection '{collection.slug}' accepts the labels of judge '{judge}', "
-                f"which it no longer has; its judges are {', '.join(self.names(collection))}"
+                f"which it no longer has; its judges are {', '.join(names)}"
             )
         return [
             ModelLabel(
