@@ -12,14 +12,18 @@ Setup (not timed as part of any figure) writes the rows set-based: ``COPY`` on P
 ``executemany`` in one transaction on SQLite, then ``VACUUM ANALYZE`` (PostgreSQL) or
 ``ANALYZE`` (SQLite). Then it times:
 
-1. ``freeze_snapshot`` of the fresh collection (v1: hash + copy of every row);
-2. the same call again with nothing changed (hash only; returns v1, created False);
-3. one judgment regraded through ``record_judgment``, then ``freeze_snapshot`` (v2);
+1. ``freeze_snapshot`` of the fresh collection (v1: every query rendered, hashed and
+   written as a block with its rows), with the time of each of its phases;
+2. the same call again with nothing changed (hashed from v1's stored blocks; returns v1,
+   created False);
+3. one judgment regraded through ``record_judgment``, then ``freeze_snapshot`` (v2: one
+   query rendered again, the other blocks shared), with its phases;
 4. the v1 JSONL export (the canonical form), checked against v1's content hash, and
    the v1 TREC export;
 
-and, unless ``--no-breakdown``, where the hashing time goes (reading rows, sorting them
-in Python, writing and hashing the lines). ``--profile`` adds a cProfile of step 1.
+and the rows (and on PostgreSQL the bytes) of the snapshot tables after v1 and after v2:
+v2 adds one block, its rows and one membership row per query. ``--profile`` adds a
+cProfile of step 1.
 
     .venv/bin/python bench/freeze_bench.py                           # SQLite, 1M judgments
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
@@ -62,12 +66,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--done-tasks", type=int, default=10, help="done review tasks per query")
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--profile", action="store_true", help="cProfile the first freeze")
-    p.add_argument(
-        "--explain",
-        action="store_true",
-        help="PostgreSQL: EXPLAIN ANALYZE the judgment copy, with and without its FK checks",
-    )
-    p.add_argument("--no-breakdown", action="store_true", help="skip the hashing breakdown")
     p.add_argument("--keep", action="store_true", help="keep the throwaway database")
     return p.parse_args()
 
@@ -366,107 +364,41 @@ def timed(label: str, results: list[tuple[str, float]], work: Callable[[], Any])
     return value
 
 
-def breakdown(collection: Any) -> list[tuple[str, float]]:
-    """Replay the hashing half of freeze_snapshot step by step (read, sort, write+hash)."""
-    from judgments.models import Judgment, Query, ReviewTask, TaskStatus
-    from judgments.snapshots import _line
+def phase_times() -> Any:
+    """A ``Progress`` that notes when each of the freeze's phases began and prints them."""
+    from jobs.progress import Progress
 
-    steps: list[tuple[str, float]] = []
+    class PhaseTimes(Progress):
+        def __init__(self) -> None:
+            super().__init__()
+            self.marks: list[tuple[str, float]] = []
 
-    def step(label: str, work: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        value = work()
-        steps.append((label, time.perf_counter() - started))
-        return value
+        def phase(self, name: str, total: int | None = None) -> None:
+            self.marks.append((name, time.perf_counter()))
+            super().phase(name, total)
 
-    queries = step(
-        "read queries",
-        lambda: list(
-            Query.objects.filter(collection=collection)
-            .values_list("external_id", "status", "evidence__groups")
-            .iterator(chunk_size=5000)
-        ),
-    )
-    judgments = step(
-        "read judgments (join query, item)",
-        lambda: list(
-            Judgment.objects.filter(query__collection=collection)
-            .values_list("query__external_id", "item__external_id", "grade")
-            .iterator(chunk_size=20000)
-        ),
-    )
-    unjudged = step(
-        "read open tasks (join query, item)",
-        lambda: list(
-            ReviewTask.objects.filter(collection=collection)
-            .exclude(status=TaskStatus.DONE)
-            .values_list("query__external_id", "item__external_id")
-            .iterator(chunk_size=20000)
-        ),
-    )
-    step("sort in Python", lambda: (queries.sort(), judgments.sort(), unjudged.sort()))
+        def report(self, ended: float) -> None:
+            ends = [t for _, t in self.marks[1:]] + [ended]
+            for (name, began), end in zip(self.marks, ends, strict=True):
+                print(f"      {name}: {end - began:.2f} s")
 
-    def write_and_hash() -> str:
-        digest = hashlib.sha256()
-        for qid, status, evidence in queries:
-            digest.update(_line(["query", qid, status, evidence]))
-        for qid, item, grade in judgments:
-            digest.update(_line(["judgment", qid, item, grade]))
-        for qid, item in unjudged:
-            digest.update(_line(["unjudged", qid, item]))
-        return digest.hexdigest()
-
-    step("json.dumps + sha256 of every line", write_and_hash)
-    return steps
+    return PhaseTimes()
 
 
-def explain_copy(collection: Any) -> None:
-    """EXPLAIN ANALYZE freeze_snapshot's judgment copy (INSERT … SELECT) in a transaction
-    that is rolled back: once with the foreign-key checks run per statement instead of at
-    commit (so the plan shows their time), once with triggers off (replica role)."""
-    from django.db import connection, transaction
+def storage(connection: Any) -> str:
+    """Rows (and, on PostgreSQL, bytes) of the snapshot tables."""
+    from judgments.models import SnapshotJudgment, SnapshotMember, SnapshotQuery, SnapshotUnjudged
 
-    from judgments.models import Snapshot
-
-    sql = (
-        "EXPLAIN (ANALYZE, BUFFERS) INSERT INTO judgments_snapshotjudgment "
-        "(snapshot_id, query_id, item_id, grade) SELECT %s, j.query_id, j.item_id, j.grade "
-        "FROM judgments_judgment j JOIN judgments_query q ON q.id = j.query_id "
-        "WHERE q.collection_id = %s"
-    )
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(
-            "COPY (SELECT q.external_id, i.external_id, j.grade FROM judgments_judgment j "
-            "JOIN judgments_query q ON q.id = j.query_id JOIN judgments_item i ON i.id = j.item_id "
-            f"WHERE q.collection_id = {int(collection.pk)} "
-            'ORDER BY q.external_id COLLATE "C", i.external_id COLLATE "C") TO STDOUT'
-        ) as copy:
-            raw = b"".join(bytes(block) for block in copy)
-        rows = [line.split(b"\t") for line in raw.splitlines()]
-    print(
-        f"for comparison: {len(rows):,} judgments read sorted by code point with COPY … TO "
-        f"STDOUT and split into fields: {time.perf_counter() - started:.2f} s"
-    )
-    for label, setting in [
-        ("foreign-key checks on", "SET CONSTRAINTS ALL IMMEDIATE"),
-        ("triggers off (session_replication_role = replica)", "SET LOCAL "
-         "session_replication_role = replica"),
-    ]:  # fmt: skip
-        print(f"EXPLAIN ANALYZE of the judgment copy, {label}:")
-        with transaction.atomic():
-            probe = Snapshot.objects.create(
-                collection=collection, number=999_999, content_hash="probe", scale=[],
-                relevant_grade=2, unit="document", n_queries=0, n_judgments=0, n_unjudged=0,
-            )  # fmt: skip
+    parts = []
+    for model in (SnapshotQuery, SnapshotMember, SnapshotJudgment, SnapshotUnjudged):
+        table = model._meta.db_table
+        size = ""
+        if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute(setting)
-                cursor.execute(sql, [probe.pk, collection.pk])
-                plan = [line.strip() for (line,) in cursor.fetchall()]
-                for n, line in enumerate(plan):
-                    if line.startswith(("Insert", "Trigger", "Execution")) or n == 1:
-                        print(f"  {line}")
-            transaction.set_rollback(True)
+                cursor.execute("SELECT pg_total_relation_size(%s)", [table])
+                size = f" {cursor.fetchone()[0] / 1e6:,.1f} MB"
+        parts.append(f"{table.removeprefix('judgments_')} {model.objects.count():,} rows{size}")
+    return "; ".join(parts)
 
 
 def main() -> None:
@@ -537,16 +469,19 @@ def main() -> None:
         profiler = cProfile.Profile() if args.profile else None
         if profiler is not None:
             profiler.enable()
+        phases = phase_times()
         v1, created = timed(
-            "freeze v1 (hash + copy)",
+            "freeze v1 (every query rendered and written)",
             results,
-            lambda: freeze_snapshot(collection=collection, by=None),
+            lambda: freeze_snapshot(collection=collection, by=None, progress=phases),
         )
+        phases.report(time.perf_counter())
         if profiler is not None:
             profiler.disable()
+        print(f"    storage after v1: {storage(connection)}")
         assert created and v1.n_judgments == n_judgments, (created, v1.n_judgments)
         same, created = timed(
-            "freeze again, nothing changed (hash only)",
+            "freeze again, nothing changed (hashed from the stored blocks)",
             results,
             lambda: freeze_snapshot(collection=collection, by=None),
         )
@@ -559,12 +494,15 @@ def main() -> None:
             reviewer=None,
             expected_version=judgment.version,
         )
+        phases = phase_times()
         v2, created = timed(
-            "freeze v2 after one regrade",
+            "freeze v2 after one regrade (one query rendered, the rest shared)",
             results,
-            lambda: freeze_snapshot(collection=collection, by=None),
+            lambda: freeze_snapshot(collection=collection, by=None, progress=phases),
         )
+        phases.report(time.perf_counter())
         assert created and v2.number == 2 and v2.content_hash != v1.content_hash
+        print(f"    storage after v2: {storage(connection)}")
 
         def export_jsonl() -> str:
             digest = hashlib.sha256()
@@ -581,14 +519,6 @@ def main() -> None:
         )
         assert lines == n_judgments
 
-        if not args.no_breakdown:
-            print("where the hashing time goes (replayed outside freeze_snapshot):")
-            for label, took in breakdown(collection):
-                print(f"  {label}: {took:.2f} s")
-            copy = results[0][1] - results[1][1]
-            print(f"  copy of the rows (freeze v1 minus the no-change freeze): ~{copy:.2f} s")
-        if args.explain and connection.vendor == "postgresql":
-            explain_copy(collection)
         if profiler is not None:
             print("cProfile of freeze v1, by internal time:")
             stats = pstats.Stats(profiler, stream=sys.stdout)

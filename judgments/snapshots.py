@@ -75,6 +75,49 @@ class Overlap:
     unresolved: Iterable[tuple[str, str]]
 
 
+def header_lines(
+    *,
+    slug: str,
+    unit: str,
+    relevant_grade: int,
+    scale: list[dict[str, Any]],
+    resolution: tuple[str, int, int] | None = None,
+) -> list[bytes]:
+    """Lines 1, 2 and, in form 2 (``resolution`` as (POLICY, N, DISTANCE)), 2a: all
+    that comes before the first query line."""
+    version = FORM_VERSION if resolution is None else OVERLAP_FORM_VERSION
+    lines = [_line(["verity-snapshot", version])]
+    scale_sorted = [dict(sorted(g.items())) for g in sorted(scale, key=lambda g: g["grade"])]
+    lines.append(_line(["collection", slug, unit, relevant_grade, scale_sorted]))
+    if resolution is not None:
+        lines.append(_line(["resolution", *resolution]))
+    return lines
+
+
+def query_line(qid: str, status: str, evidence: list[list[str]] | None) -> bytes:
+    return _line(["query", qid, status, evidence])
+
+
+def judgment_line(qid: str, item: str, grade: int) -> bytes:
+    return f'["judgment",{_str(qid)},{_str(item)},{int(grade)}]\n'.encode()
+
+
+def model_line(qid: str, item: str, judge: str, grade: int) -> bytes:
+    return f'["model-judgment",{_str(qid)},{_str(item)},{_str(judge)},{int(grade)}]\n'.encode()
+
+
+def assessment_line(qid: str, item: str, who: str, grade: int) -> bytes:
+    return f'["assessment",{_str(qid)},{_str(item)},{_str(who)},{int(grade)}]\n'.encode()
+
+
+def unjudged_line(qid: str, item: str) -> bytes:
+    return f'["unjudged",{_str(qid)},{_str(item)}]\n'.encode()
+
+
+def unresolved_line(qid: str, item: str) -> bytes:
+    return f'["unresolved",{_str(qid)},{_str(item)}]\n'.encode()
+
+
 def canonical_lines(
     *,
     slug: str,
@@ -90,25 +133,110 @@ def canonical_lines(
     """Yield the canonical form's lines; inputs may come in any order. ``overlap`` given
     (several assessors per item): form version 2, else version 1. ``model_judgments``
     as (QID, ITEM, JUDGE, GRADE): section 4b, absent when empty."""
-    yield _line(["verity-snapshot", FORM_VERSION if overlap is None else OVERLAP_FORM_VERSION])
-    scale_sorted = [dict(sorted(g.items())) for g in sorted(scale, key=lambda g: g["grade"])]
-    yield _line(["collection", slug, unit, relevant_grade, scale_sorted])
-    if overlap is not None:
-        yield _line(["resolution", overlap.policy, overlap.assessors_per_item, overlap.distance])
+    yield from header_lines(
+        slug=slug,
+        unit=unit,
+        relevant_grade=relevant_grade,
+        scale=scale,
+        resolution=None
+        if overlap is None
+        else (overlap.policy, overlap.assessors_per_item, overlap.distance),
+    )
     for qid, status, evidence in sorted(queries, key=lambda r: r[0]):
-        yield _line(["query", qid, status, evidence])
+        yield query_line(qid, status, evidence)
     for qid, item, grade in sorted(judgments, key=lambda r: (r[0], r[1])):
-        yield f'["judgment",{_str(qid)},{_str(item)},{int(grade)}]\n'.encode()
+        yield judgment_line(qid, item, grade)
     for qid, item, judge, grade in sorted(model_judgments, key=lambda r: (r[0], r[1])):
-        yield f'["model-judgment",{_str(qid)},{_str(item)},{_str(judge)},{int(grade)}]\n'.encode()
+        yield model_line(qid, item, judge, grade)
     if overlap is not None:
         for qid, item, who, grade in sorted(overlap.assessments, key=lambda r: r[:3]):
-            yield f'["assessment",{_str(qid)},{_str(item)},{_str(who)},{int(grade)}]\n'.encode()
+            yield assessment_line(qid, item, who, grade)
     for qid, item in sorted(unjudged):
-        yield f'["unjudged",{_str(qid)},{_str(item)}]\n'.encode()
+        yield unjudged_line(qid, item)
     if overlap is not None:
         for qid, item in sorted(overlap.unresolved):
-            yield f'["unresolved",{_str(qid)},{_str(item)}]\n'.encode()
+            yield unresolved_line(qid, item)
+
+
+# The sections of the form after the header, in order. Every one is sorted by QID first,
+# so the form is also: for each section, each query's part of it in QID order. That is
+# how a freeze hashes per-query blocks (``QueryBlock``) it did not render again.
+SECTIONS = (
+    "query_line",
+    "judgment_lines",
+    "model_lines",
+    "assessment_lines",
+    "unjudged_lines",
+    "unresolved_lines",
+)
+
+
+@dataclass
+class QueryBlock:
+    """One query's part of every section of the canonical form, as bytes."""
+
+    qid: str
+    query_line: bytes
+    judgment_lines: bytes = b""
+    model_lines: bytes = b""
+    assessment_lines: bytes = b""
+    unjudged_lines: bytes = b""
+    unresolved_lines: bytes = b""
+
+    def sections(self) -> tuple[bytes, ...]:
+        return tuple(getattr(self, name) for name in SECTIONS)
+
+
+def render_block(
+    qid: str,
+    status: str,
+    evidence: list[list[str]] | None,
+    *,
+    judgments: Iterable[tuple[str, int]] = (),
+    model_judgments: Iterable[tuple[str, str, int]] = (),
+    assessments: Iterable[tuple[str, str, int]] = (),
+    unjudged: Iterable[str] = (),
+    unresolved: Iterable[str] = (),
+) -> QueryBlock:
+    """The block of query ``qid``: judgments as (ITEM, GRADE), model judgments as (ITEM,
+    JUDGE, GRADE), assessments as (ITEM, ASSESSOR, GRADE), unjudged and unresolved as
+    ITEMs, in any order; the same bytes ``canonical_lines`` writes for them."""
+    q = _str(qid)
+    return QueryBlock(
+        qid=qid,
+        query_line=query_line(qid, status, evidence),
+        judgment_lines="".join(
+            [f'["judgment",{q},{_str(i)},{int(g)}]\n' for i, g in sorted(judgments)]
+        ).encode(),
+        model_lines=b"".join(
+            model_line(qid, i, j, g) for i, j, g in sorted(model_judgments, key=lambda r: r[0])
+        ),
+        assessment_lines=b"".join(
+            assessment_line(qid, i, w, g)
+            for i, w, g in sorted(assessments, key=lambda r: (r[0], r[1]))
+        ),
+        unjudged_lines="".join(
+            [f'["unjudged",{q},{_str(i)}]\n' for i in sorted(unjudged)]
+        ).encode(),
+        unresolved_lines=b"".join(unresolved_line(qid, i) for i in sorted(unresolved)),
+    )
+
+
+def frozen_qid(query_line: bytes) -> str:
+    """The QID a block's query line was frozen with (the query may be renamed since)."""
+    return json.loads(query_line)[1]
+
+
+def blocks_hash(header: Iterable[bytes], blocks: Iterable[QueryBlock]) -> str:
+    """sha256 of the form made of ``header`` and the query ``blocks`` (any order)."""
+    ordered = sorted(blocks, key=lambda b: b.qid)
+    digest = hashlib.sha256()
+    for line in header:
+        digest.update(line)
+    for name in SECTIONS:
+        for block in ordered:
+            digest.update(getattr(block, name))
+    return digest.hexdigest()
 
 
 def content_hash(lines: Iterable[bytes]) -> str:

@@ -86,7 +86,7 @@ SITE_RULES: list[tuple[str, str, str, str]] = [
 
 SITE_RULES += [
     (
-        "snapshots.x__live_canonical_lines",
+        "snapshots.x_live_canonical_lines",
         r"iterator\(chunk_size=\d+\)",
         r"iterator\(chunk_size=(None|\d+)\)",
         "the iterator's chunk size sets how many rows each fetch brings, not which rows",

@@ -41,8 +41,10 @@ from .snapshots import (
     Snapshot,
     SnapshotAssessment,
     SnapshotJudgment,
+    SnapshotMember,
     SnapshotQuery,
     SnapshotUnjudged,
+    UnfrozenChange,
 )
 
 __all__ = [
@@ -73,12 +75,14 @@ __all__ = [
     "Snapshot",
     "SnapshotAssessment",
     "SnapshotJudgment",
+    "SnapshotMember",
     "SnapshotQuery",
     "SnapshotUnjudged",
     "StatusPlan",
     "TaskSkip",
     "TaskSource",
     "TaskStatus",
+    "UnfrozenChange",
     "plan_status_change",
     "role_allows",
     "status_refusal",

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from .collections import Collection, LabelingUnit
-from .immutable import FrozenModel
+from .immutable import FrozenModel, ImmutableQuerySet
 from .queries import Item, Query, QueryStatus
 
 
@@ -100,119 +100,168 @@ class Snapshot(FrozenModel):
         )
 
 
-class SnapshotQuery(FrozenModel):
-    """A query's review status and evidence condition as frozen in a snapshot."""
+class FrozenRowQuerySet(ImmutableQuerySet):
+    def of(self, snapshot: Snapshot | int) -> FrozenRowQuerySet:
+        """The rows of version ``snapshot``: those of the query blocks it holds."""
+        return self.filter(block__members__snapshot=snapshot)
 
-    snapshot = models.ForeignKey(
-        Snapshot,
-        on_delete=models.PROTECT,
-        related_name="queries",
-        db_constraint=False,
-        db_index=False,
+
+class FrozenBlockQuerySet(ImmutableQuerySet):
+    def of(self, snapshot: Snapshot | int) -> FrozenBlockQuerySet:
+        """The query blocks version ``snapshot`` holds."""
+        return self.filter(members__snapshot=snapshot)
+
+
+class SnapshotQuery(FrozenModel):
+    """A query as frozen: its review status and evidence condition, and the block of
+    rows (judgments, unjudged markers, assessments) frozen with it.
+
+    A block is shared: it is written once, by the version that first froze this content
+    of the query (``frozen_in``), and every later version whose content for the query is
+    the same holds it again through a ``SnapshotMember`` row instead of a copy. So a
+    version after one regrade adds one block, not a million rows.
+
+    The ``*_lines`` fields hold the block's part of each section of the canonical form
+    (``judgments/snapshots.py``), so the next freeze hashes unchanged queries from these
+    bytes without reading their rows; ``query_line`` is null for a block written before
+    blocks carried them (0015), which the next freeze renders again from the live labels.
+    The ``n_*`` counts are the block's lines per section.
+    """
+
+    frozen_in = models.ForeignKey(
+        Snapshot, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
     query = models.ForeignKey(
         Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
     status = models.CharField(max_length=16, choices=QueryStatus.choices)
     evidence = models.JSONField(null=True, blank=True)
+    n_judgments = models.PositiveIntegerField(default=0)
+    n_model_labels = models.PositiveIntegerField(default=0)
+    n_unjudged = models.PositiveIntegerField(default=0)
+    n_assessments = models.PositiveIntegerField(default=0)
+    n_unresolved = models.PositiveIntegerField(default=0)
+    query_line = models.BinaryField(null=True)
+    judgment_lines = models.BinaryField(default=b"")
+    model_lines = models.BinaryField(default=b"")
+    assessment_lines = models.BinaryField(default=b"")
+    unjudged_lines = models.BinaryField(default=b"")
+    unresolved_lines = models.BinaryField(default=b"")
+
+    objects = FrozenBlockQuerySet.as_manager()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["snapshot", "query"], name="snapshotquery_unique"),
+            models.UniqueConstraint(fields=["frozen_in", "query"], name="snapshotquery_unique"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.snapshot_id}/{self.query_id}: {self.status}"
+        return f"{self.frozen_in_id}/{self.query_id}: {self.status}"
 
 
-class SnapshotJudgment(FrozenModel):
-    """A judgment's grade as frozen in a snapshot. ``source`` is empty for a person's
-    label (the resolved one with several assessors) and the judge's name for a model's
-    proposal that the collection's policy accepted at freeze."""
+class SnapshotMember(FrozenModel):
+    """Version ``snapshot`` holds ``block``: one row per query per version (the unique
+    constraint on (snapshot, query) keeps it to one block per query)."""
 
     snapshot = models.ForeignKey(
-        Snapshot,
-        on_delete=models.PROTECT,
-        related_name="judgments",
-        db_constraint=False,
-        db_index=False,
+        Snapshot, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
     query = models.ForeignKey(
         Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
-    item = models.ForeignKey(
-        Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    block = models.ForeignKey(
+        SnapshotQuery, on_delete=models.PROTECT, related_name="members", db_constraint=False
     )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "query"], name="snapshotmember_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.snapshot_id} holds {self.block_id}"
+
+
+def _ref(model: type[models.Model]) -> models.ForeignKey:
+    return models.ForeignKey(
+        model, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+
+
+class SnapshotJudgment(FrozenModel):
+    """A judgment's grade as frozen in a query block. ``source`` is empty for a person's
+    label (the resolved one with several assessors) and the judge's name for a model's
+    proposal that the collection's policy accepted at freeze."""
+
+    block = _ref(SnapshotQuery)
+    query = _ref(Query)
+    item = _ref(Item)
     grade = models.SmallIntegerField()
     # A database default: the freeze copies people's labels with INSERT … SELECT.
     source = models.CharField(max_length=100, blank=True, default="", db_default="")
 
+    objects = FrozenRowQuerySet.as_manager()
+
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["snapshot", "query", "item"], name="snapshotjudgment_unique"
-            ),
+            models.UniqueConstraint(fields=["block", "item"], name="snapshotjudgment_unique"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.snapshot_id}/{self.query_id}/{self.item_id}={self.grade}"
+        return f"{self.block_id}/{self.query_id}/{self.item_id}={self.grade}"
 
 
 class SnapshotUnjudged(FrozenModel):
-    """An open review task (unjudged marker) as frozen in a snapshot."""
+    """An open review task (unjudged marker) as frozen in a query block."""
 
-    snapshot = models.ForeignKey(
-        Snapshot,
-        on_delete=models.PROTECT,
-        related_name="unjudged",
-        db_constraint=False,
-        db_index=False,
-    )
-    query = models.ForeignKey(
-        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
-    item = models.ForeignKey(
-        Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
+    block = _ref(SnapshotQuery)
+    query = _ref(Query)
+    item = _ref(Item)
+
+    objects = FrozenRowQuerySet.as_manager()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["snapshot", "query", "item"], name="snapshotunjudged_unique"
-            ),
+            models.UniqueConstraint(fields=["block", "item"], name="snapshotunjudged_unique"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.snapshot_id}/{self.query_id}/{self.item_id} unjudged"
+        return f"{self.block_id}/{self.query_id}/{self.item_id} unjudged"
 
 
 class SnapshotAssessment(FrozenModel):
-    """One assessor's grade for a pair as frozen in a snapshot of a collection with
+    """One assessor's grade for a pair as frozen in a query block of a collection with
     several assessors per item (so per-assessor scores and agreement are reproducible)."""
 
-    snapshot = models.ForeignKey(
-        Snapshot,
-        on_delete=models.PROTECT,
-        related_name="assessments",
-        db_constraint=False,
-        db_index=False,
-    )
-    query = models.ForeignKey(
-        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
-    item = models.ForeignKey(
-        Item, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
+    block = _ref(SnapshotQuery)
+    query = _ref(Query)
+    item = _ref(Item)
     assessor = models.CharField(max_length=150)
     grade = models.SmallIntegerField()
+
+    objects = FrozenRowQuerySet.as_manager()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["snapshot", "query", "item", "assessor"],
-                name="snapshotassessment_unique",
+                fields=["block", "item", "assessor"], name="snapshotassessment_unique"
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.snapshot_id}/{self.query_id}/{self.item_id} {self.assessor}={self.grade}"
+        return f"{self.block_id}/{self.query_id}/{self.item_id} {self.assessor}={self.grade}"
+
+
+class UnfrozenChange(models.Model):
+    """A query whose labels changed since its collection was last frozen.
+
+    Written by database triggers (migration 0015) on every table the canonical form is
+    made from, whatever wrote the change: a service, an import, raw SQL. The next freeze
+    renders these queries again and deletes the rows it read; every other query keeps
+    its block. Not a foreign key: a trigger writes it, and a query may go.
+    """
+
+    query_id = models.BigIntegerField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"query {self.query_id} changed"

@@ -81,7 +81,7 @@ def one_assessor(
 
 def frozen_assessments(snapshot: Snapshot) -> Iterator[tuple[str, str, str, int]]:
     return (
-        SnapshotAssessment.objects.filter(snapshot=snapshot)
+        SnapshotAssessment.objects.of(snapshot)
         .values_list("query__external_id", "item__external_id", "assessor", "grade")
         .iterator(chunk_size=20000)
     )
@@ -90,10 +90,10 @@ def frozen_assessments(snapshot: Snapshot) -> Iterator[tuple[str, str, str, int]
 def frozen_unresolved(snapshot: Snapshot) -> set[tuple[str, str]]:
     """``unresolved_pairs`` as frozen: assessed pairs neither judged nor unjudged."""
     assessed = {(q, i) for q, i, _, _ in frozen_assessments(snapshot)}
-    judged = SnapshotJudgment.objects.filter(snapshot=snapshot).values_list(
+    judged = SnapshotJudgment.objects.of(snapshot).values_list(
         "query__external_id", "item__external_id"
     )
-    unjudged = SnapshotUnjudged.objects.filter(snapshot=snapshot).values_list(
+    unjudged = SnapshotUnjudged.objects.of(snapshot).values_list(
         "query__external_id", "item__external_id"
     )
     return assessed - set(judged) - set(unjudged)
@@ -124,7 +124,7 @@ def agreement_report(collection: Collection, snapshot: Snapshot | None = None) -
         grades = collection.grades
     else:
         rows = frozen_assessments(snapshot)
-        resolved_rows = SnapshotJudgment.objects.filter(snapshot=snapshot).values_list(
+        resolved_rows = SnapshotJudgment.objects.of(snapshot).values_list(
             "query__external_id", "item__external_id", "grade"
         )
         grades = [int(g["grade"]) for g in snapshot.scale]

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import QuerySet
+
 from ..models import (
     Collection,
     Snapshot,
@@ -14,7 +16,7 @@ from ..models import (
     SnapshotQuery,
     SnapshotUnjudged,
 )
-from ..snapshots import Overlap, canonical_lines
+from ..snapshots import SECTIONS, Overlap, canonical_lines, frozen_qid, header_lines
 from .assessments import frozen_assessments, frozen_unresolved, one_assessor
 
 
@@ -43,7 +45,7 @@ def frozen_judgments(snapshot: Snapshot) -> Iterator[tuple[str, str, int]]:
     """Every label of the snapshot, people's and (when its policy accepted them) model
     judges': what scoring and the qrels use."""
     return (
-        SnapshotJudgment.objects.filter(snapshot=snapshot)
+        SnapshotJudgment.objects.of(snapshot)
         .values_list("query__external_id", "item__external_id", "grade")
         .iterator(chunk_size=20000)
     )
@@ -53,7 +55,7 @@ def frozen_labels_by_source(snapshot: Snapshot) -> Iterator[tuple[str, str, int,
     """Every label as (QID, ITEM, GRADE, SOURCE): SOURCE is '' for a person's label and
     the judge's name for a model's."""
     return (
-        SnapshotJudgment.objects.filter(snapshot=snapshot)
+        SnapshotJudgment.objects.of(snapshot)
         .values_list("query__external_id", "item__external_id", "grade", "source")
         .iterator(chunk_size=20000)
     )
@@ -61,7 +63,7 @@ def frozen_labels_by_source(snapshot: Snapshot) -> Iterator[tuple[str, str, int,
 
 def frozen_unjudged(snapshot: Snapshot) -> Iterator[tuple[str, str]]:
     return (
-        SnapshotUnjudged.objects.filter(snapshot=snapshot)
+        SnapshotUnjudged.objects.of(snapshot)
         .values_list("query__external_id", "item__external_id")
         .iterator(chunk_size=20000)
     )
@@ -69,7 +71,7 @@ def frozen_unjudged(snapshot: Snapshot) -> Iterator[tuple[str, str]]:
 
 def frozen_queries(snapshot: Snapshot) -> Iterator[tuple[str, str, list[list[str]] | None]]:
     return (
-        SnapshotQuery.objects.filter(snapshot=snapshot)
+        SnapshotQuery.objects.of(snapshot)
         .values_list("query__external_id", "status", "evidence")
         .iterator(chunk_size=20000)
     )
@@ -77,7 +79,44 @@ def frozen_queries(snapshot: Snapshot) -> Iterator[tuple[str, str, list[list[str
 
 def snapshot_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
     """The snapshot in its canonical form (``snapshots.py``): sha256 of these bytes is
-    ``snapshot.content_hash``, so an export can be verified with ``sha256sum``."""
+    ``snapshot.content_hash``, so an export can be verified with ``sha256sum``.
+
+    Read from the bytes its query blocks stored when they were frozen; a version frozen
+    before blocks stored bytes (migration 0015) is rendered from its rows."""
+    blocks = SnapshotQuery.objects.of(snapshot)
+    if blocks.filter(query_line__isnull=True).exists():
+        return rendered_canonical_lines(snapshot)
+    header = header_lines(
+        slug=snapshot.collection.slug,
+        unit=snapshot.unit,
+        relevant_grade=snapshot.relevant_grade,
+        scale=snapshot.scale,
+        resolution=(
+            (snapshot.resolution_policy, snapshot.assessors_per_item, snapshot.adjudicate_distance)
+            if snapshot.has_overlap
+            else None
+        ),
+    )
+    return _stored_lines(header, blocks)
+
+
+def _stored_lines(header: list[bytes], blocks: QuerySet[SnapshotQuery]) -> Iterator[bytes]:
+    yield from header
+    order = sorted(
+        ((pk, frozen_qid(line)) for pk, line in blocks.values_list("pk", "query_line")),
+        key=lambda r: r[1],
+    )
+    for name in SECTIONS:
+        for start in range(0, len(order), 1000):
+            chunk = [pk for pk, _ in order[start : start + 1000]]
+            stored = dict(SnapshotQuery.objects.filter(pk__in=chunk).values_list("pk", name))
+            for pk in chunk:  # a block's part of a section: none, one or several lines
+                yield from (line + b"\n" for line in bytes(stored[pk]).split(b"\n")[:-1])
+
+
+def rendered_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
+    """The canonical form rendered from the snapshot's rows (with today's query and item
+    ids): equal to the stored bytes as long as no id was renamed since the freeze."""
     if snapshot.model_labels:
         rows = list(frozen_labels_by_source(snapshot))
         human: Iterable[tuple[str, str, int]] = [(q, i, g) for q, i, g, src in rows if not src]

@@ -9,30 +9,32 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from jobs.progress import Progress
 
 from ..extensions import ModelLabel, label_source
 from ..locks import lock_collection
 from ..models import (
-    Assessment,
     Collection,
-    EvidenceCondition,
     Judgment,
     Query,
     ReviewTask,
     Snapshot,
-    SnapshotAssessment,
-    SnapshotJudgment,
-    SnapshotQuery,
-    SnapshotUnjudged,
     TaskStatus,
+    UnfrozenChange,
 )
 from ..selectors.assessments import live_assessments, unresolved_pairs
-from ..snapshots import Overlap, canonical_lines, content_hash
+from ..snapshots import Overlap, blocks_hash, canonical_lines, header_lines
 from ._common import User
 from .errors import VerityError
+from .snapshot_blocks import (
+    held_blocks,
+    render_blocks,
+    triggers_in_place,
+    write_blocks,
+    write_members,
+)
 
 
 def model_labels_for(collection: Collection) -> list[ModelLabel]:
@@ -54,7 +56,10 @@ def model_labels_for(collection: Collection) -> list[ModelLabel]:
         raise VerityError(str(e.args[0]) if e.args else str(e)) from None
 
 
-def _live_canonical_lines(collection: Collection, model: list[ModelLabel]) -> Iterator[bytes]:
+def live_canonical_lines(collection: Collection, model: list[ModelLabel]) -> Iterator[bytes]:
+    """The canonical form of the collection's labels now, rendered whole from the live
+    tables: what a freeze's hash must equal however few queries it rendered again (the
+    tests hold every freeze to it)."""
     queries = (
         (ext, status, groups)
         for ext, status, groups in Query.objects.filter(collection=collection)
@@ -98,48 +103,38 @@ def _live_canonical_lines(collection: Collection, model: list[ModelLabel]) -> It
     )
 
 
-def _copy_rows(sql: str, params: list[Any]) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
-
-
-def _copy_assessments(snapshot: Snapshot, collection: Collection) -> int:
-    user = Assessment._meta.get_field("assessor").related_model
-    return _copy_rows(
-        f"INSERT INTO {SnapshotAssessment._meta.db_table} "
-        "(snapshot_id, query_id, item_id, assessor, grade) "
-        "SELECT %s, a.query_id, a.item_id, "
-        f"COALESCE(u.{user.USERNAME_FIELD}, a.assessor_name), a.grade "
-        f"FROM {Assessment._meta.db_table} a "
-        f"LEFT JOIN {user._meta.db_table} u ON u.id = a.assessor_id "
-        "WHERE a.collection_id = %s",
-        [snapshot.pk, collection.pk],
+def _overlap_settings(collection: Collection) -> tuple[Any, ...]:
+    if not collection.has_overlap:
+        return ("",)
+    return (
+        collection.resolution_policy,
+        collection.assessors_per_item,
+        collection.adjudicate_distance,
     )
 
 
-# Only with model labels: the default freeze runs the very statement it always ran.
-_NOT_MODEL_LABELLED = (
-    " AND NOT EXISTS (SELECT 1 FROM {table} sj WHERE sj.snapshot_id = %s "
-    "AND sj.query_id = r.query_id AND sj.item_id = r.item_id AND sj.source <> '')"
-)
+def _frozen_overlap_settings(snapshot: Snapshot) -> tuple[Any, ...]:
+    if not snapshot.has_overlap:
+        return ("",)
+    return (snapshot.resolution_policy, snapshot.assessors_per_item, snapshot.adjudicate_distance)
 
 
-def _insert_model_labels(snapshot: Snapshot, model: list[ModelLabel]) -> int:
-    rows = SnapshotJudgment.objects.bulk_create(
-        (
-            SnapshotJudgment(
-                snapshot=snapshot,
-                query_id=m.query_pk,
-                item_id=m.item_pk,
-                grade=m.grade,
-                source=m.judge,
+def _header(collection: Collection) -> list[bytes]:
+    return header_lines(
+        slug=collection.slug,
+        unit=collection.unit,
+        relevant_grade=collection.relevant_grade,
+        scale=collection.scale,
+        resolution=(
+            (
+                collection.resolution_policy,
+                collection.assessors_per_item,
+                collection.adjudicate_distance,
             )
-            for m in model
+            if collection.has_overlap
+            else None
         ),
-        batch_size=5000,
     )
-    return len(rows)
 
 
 @transaction.atomic
@@ -155,41 +150,63 @@ def freeze_snapshot(
     accepts a model judge (``model_labels``), that judge's current proposal of each pair
     no person judged or assessed is frozen as its label, with the judge as its
     ``source``, counted by judge in ``Snapshot.model_labels``; such a pair is not
-    unjudged. By default no model label enters. Its hash is
-    computed from the canonical form in ``snapshots.py``. If the content equals the
-    latest version's, nothing is created and that version is returned with ``False``.
-    Rows are copied set-based (INSERT … SELECT), so a million judgments take seconds.
-    ``progress`` hears of the hashing (in lines) and of the copy.
+    unjudged. By default no model label enters. Its hash is computed from the canonical
+    form in ``snapshots.py``. If the content equals the latest version's, nothing is
+    created and that version is returned with ``False``.
+
+    It costs what changed: only the queries the change triggers listed since the last
+    freeze (``UnfrozenChange``) are read and rendered again; every other query keeps
+    the latest version's block, shared, and its stored bytes go into the hash. All
+    queries are rendered again on the first freeze, when the resolution settings
+    changed, while model labels are involved (a judge's proposals are not tracked), or
+    if a change trigger is missing. A query rendered again whose content did not change
+    keeps its block too. ``progress`` hears of each step.
     """
     progress = progress or Progress()
     collection = lock_collection(collection.pk)
     model = model_labels_for(collection)
-    counts = dict.fromkeys(
-        [
-            b'["query"',
-            b'["judgment"',
-            b'["model-judgment"',
-            b'["unjudged"',
-            b'["assessment"',
-            b'["unresolved"',
-        ],
-        0,
-    )
-
-    def counted(lines: Iterator[bytes]) -> Iterator[bytes]:
-        for seen, line in enumerate(lines, start=1):
-            kind = line[: line.index(b",")]
-            if kind in counts:
-                counts[kind] += 1
-            if seen % 20000 == 0:
-                progress.advance(20000)
-            yield line
-
-    progress.phase("hashing the labels")
-    digest = content_hash(counted(_live_canonical_lines(collection, model)))
     latest = Snapshot.objects.filter(collection=collection).order_by("-number").first()
+    live = set(Query.objects.filter(collection=collection).values_list("pk", flat=True))
+    changes = list(
+        UnfrozenChange.objects.filter(
+            query_id__in=Query.objects.filter(collection=collection).values("pk")
+        ).values_list("pk", "query_id")
+    )
+    progress.phase("reading the blocks of the latest version")
+    held = held_blocks(latest.pk) if latest is not None else {}
+    everything = (
+        latest is None
+        or bool(model)
+        or bool(latest.model_labels)
+        or _overlap_settings(collection) != _frozen_overlap_settings(latest)
+        or not triggers_in_place()
+    )
+    todo = None if everything else {q for _, q in changes} | (live - held.keys())
+    if todo is not None and len(todo) > len(live) / 4:
+        todo = None  # one pass over the collection beats many lookups by query
+    progress.phase(
+        "rendering every query" if todo is None else f"rendering {len(todo)} changed queries"
+    )
+    rendered = render_blocks(collection, todo, model)
+    blocks = {q: b for q, b in held.items() if q in live}  # a query that is gone leaves
+    fresh = []
+    for query_pk, block in rendered.items():
+        same = held.get(query_pk)
+        if same is not None and same.same_content(block):
+            continue
+        blocks[query_pk] = block
+        fresh.append(block)
+    progress.phase("hashing")
+    digest = blocks_hash(_header(collection), (b.lines for b in blocks.values()))
+    seen = [pk for pk, _ in changes]
+    for start in range(0, len(seen), 500):  # (SQLite limits the parameters of a statement)
+        UnfrozenChange.objects.filter(pk__in=seen[start : start + 500]).delete()
     if latest is not None and latest.content_hash == digest:
         return latest, False
+    total = {
+        name: sum(getattr(b, name) for b in blocks.values())
+        for name in ("n_judgments", "n_model_labels", "n_unjudged", "n_assessments", "n_unresolved")
+    }
     snapshot = Snapshot.objects.create(
         collection=collection,
         number=(latest.number + 1) if latest else 1,
@@ -198,58 +215,28 @@ def freeze_snapshot(
         relevant_grade=collection.relevant_grade,
         unit=collection.unit,
         note=note,
-        n_queries=counts[b'["query"'],
-        n_judgments=counts[b'["judgment"'] + counts[b'["model-judgment"'],
-        n_unjudged=counts[b'["unjudged"'],
+        n_queries=len(blocks),
+        n_judgments=total["n_judgments"] + total["n_model_labels"],
+        n_unjudged=total["n_unjudged"],
         assessors_per_item=collection.assessors_per_item,
         resolution_policy=collection.resolution_policy if collection.has_overlap else "",
         adjudicate_distance=collection.adjudicate_distance,
-        n_assessments=counts[b'["assessment"'],
-        n_unresolved=counts[b'["unresolved"'],
+        n_assessments=total["n_assessments"],
+        n_unresolved=total["n_unresolved"],
         model_labels=dict(sorted(Counter(m.judge for m in model).items())),
         created_by=by,
     )
-    progress.phase(f"copying {sum(counts.values())} rows into v{snapshot.number}")
-    t = {
-        m.__name__: m._meta.db_table
-        for m in (
-            Query,
-            Judgment,
-            ReviewTask,
-            EvidenceCondition,
-            SnapshotQuery,
-            SnapshotJudgment,
-            SnapshotUnjudged,
-        )
-    }
-    copied = (
-        _copy_rows(
-            f"INSERT INTO {t['SnapshotQuery']} (snapshot_id, query_id, status, evidence) "
-            f"SELECT %s, q.id, q.status, e.groups FROM {t['Query']} q "
-            f"LEFT JOIN {t['EvidenceCondition']} e ON e.query_id = q.id "
-            "WHERE q.collection_id = %s",
-            [snapshot.pk, collection.pk],
-        ),
-        _copy_rows(
-            f"INSERT INTO {t['SnapshotJudgment']} (snapshot_id, query_id, item_id, grade) "
-            f"SELECT %s, j.query_id, j.item_id, j.grade FROM {t['Judgment']} j "
-            f"JOIN {t['Query']} q ON q.id = j.query_id WHERE q.collection_id = %s",
-            [snapshot.pk, collection.pk],
-        )
-        + _insert_model_labels(snapshot, model),
-        _copy_rows(
-            f"INSERT INTO {t['SnapshotUnjudged']} (snapshot_id, query_id, item_id) "
-            f"SELECT DISTINCT %s, r.query_id, r.item_id FROM {t['ReviewTask']} r "
-            "WHERE r.collection_id = %s AND r.status <> %s"
-            + (_NOT_MODEL_LABELLED.format(table=t["SnapshotJudgment"]) if model else ""),
-            [snapshot.pk, collection.pk, TaskStatus.DONE] + ([snapshot.pk] if model else []),
-        ),
+    progress.phase(f"writing {len(fresh)} new query blocks into v{snapshot.number}")
+    copied = write_blocks(snapshot.pk, collection, fresh, model)
+    expected = (
+        sum(b.n_judgments + b.n_model_labels for b in fresh),
+        sum(b.n_unjudged for b in fresh),
+        sum(b.n_assessments for b in fresh) if collection.has_overlap else 0,
     )
-    if collection.has_overlap:
-        copied += (_copy_assessments(snapshot, collection),)
-    expected = (snapshot.n_queries, snapshot.n_judgments, snapshot.n_unjudged)
-    if collection.has_overlap:
-        expected += (snapshot.n_assessments,)
-    if copied != expected:  # the collection lock makes this unreachable; say so if not
-        raise VerityError(f"snapshot copy counted {copied}, hashed {expected}; nothing saved")
+    members = write_members(snapshot.pk, [b for b in blocks.values() if b.pk is not None])
+    if copied != expected or members != len(blocks):  # the lock makes this unreachable
+        raise VerityError(
+            f"snapshot copy counted {copied} rows and {members} queries, rendered "
+            f"{expected} and {len(blocks)}; nothing saved"
+        )
     return snapshot, True

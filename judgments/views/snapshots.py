@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, F
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from verity_limits import NOTE_MAX
 
-from ..models import Collection, QueryStatus, Snapshot, SnapshotQuery
+from ..models import Collection, QueryStatus, Snapshot, SnapshotMember
 from ..selectors import diff_snapshots, may_score, snapshot_of
 from ..tasks import start_freeze
 from .common import member_view
@@ -32,8 +32,8 @@ def snapshot_list(request: HttpRequest, collection: Collection) -> HttpResponse:
     )
     by_status: dict[int, dict[str, int]] = {}
     for row in (
-        SnapshotQuery.objects.filter(snapshot__collection=collection)
-        .values("snapshot_id", "status")
+        SnapshotMember.objects.filter(snapshot__collection=collection)
+        .values("snapshot_id", status=F("block__status"))
         .annotate(n=Count("pk"))
     ):
         by_status.setdefault(row["snapshot_id"], {})[row["status"]] = row["n"]

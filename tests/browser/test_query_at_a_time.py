@@ -40,9 +40,9 @@ def demo(settings):
 
 def scorable(snapshot) -> set[str]:
     return set(
-        SnapshotQuery.objects.filter(snapshot=snapshot, status=QueryStatus.RELEVANT).values_list(
-            "query__external_id", flat=True
-        )
+        SnapshotQuery.objects.of(snapshot)
+        .filter(status=QueryStatus.RELEVANT)
+        .values_list("query__external_id", flat=True)
     )
 
 

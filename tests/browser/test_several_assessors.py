@@ -121,7 +121,7 @@ def test_blind_overlap_adjudication_and_the_next_snapshot(new_page, login, poole
     expect(row.locator("[data-resolution]")).to_contain_text("0 awaiting adjudication")
     snapshot = Snapshot.objects.get(collection=pooled)
     assert dict(
-        SnapshotJudgment.objects.filter(snapshot=snapshot).values_list("item__external_id", "grade")
+        SnapshotJudgment.objects.of(snapshot).values_list("item__external_id", "grade")
     ) == {"d1": 2, "d2": 2}
     header = [json.loads(line) for line in snapshot_canonical_lines(snapshot)][:3]
     assert header[0] == ["verity-snapshot", 2]

@@ -174,7 +174,7 @@ def test_demo_judge_job_calibration_and_freeze(demo, jobs_inline, client):
     # The default policy: a freeze after the job finds nothing changed since v1.
     snapshot, created = freeze_snapshot(collection=demo, by=evaluator)
     assert (snapshot.number, created) == (1, False)
-    frozen = set(SnapshotJudgment.objects.filter(snapshot=snapshot).values_list("query", "item"))
+    frozen = set(SnapshotJudgment.objects.of(snapshot).values_list("query", "item"))
     assert frozen == human_pairs
     # What an accepting policy would add: the proposals of the pooled pairs only, and
     # none on a query people confirmed has no answer.

@@ -76,7 +76,7 @@ def test_default_policy_freezes_no_model_label_and_the_unchanged_hash(proposed):
     assert created and proposed.collection.model_labels == ""
     assert snapshot.content_hash == sha256(canonical_text())  # form 1, byte for byte
     assert snapshot.model_labels == {} and snapshot.n_judgments == 5
-    assert not SnapshotJudgment.objects.filter(snapshot=snapshot).exclude(source="").exists()
+    assert not SnapshotJudgment.objects.of(snapshot).exclude(source="").exists()
     assert snapshot.label_sources == "all 5 by people"
 
 
@@ -93,7 +93,7 @@ def test_accepting_policy_freezes_the_judges_label_where_no_person_assessed(prop
     assert snapshot.model_labels == {JUDGE: 1} and snapshot.n_human_labels == 5
     rows = {
         (q, i): (g, src)
-        for q, i, g, src in SnapshotJudgment.objects.filter(snapshot=snapshot).values_list(
+        for q, i, g, src in SnapshotJudgment.objects.of(snapshot).values_list(
             "query__external_id", "item__external_id", "grade", "source"
         )
     }
@@ -101,7 +101,7 @@ def test_accepting_policy_freezes_the_judges_label_where_no_person_assessed(prop
     assert rows[("q-vaccines", "cdc-mrna-faq")] == (3, "")  # people's 3, not the judge's 0
     assert ("q-measles", "cdc-mrna-faq") not in rows  # confirmed no answer
     assert sum(1 for g, src in rows.values() if src == "") == 5
-    assert not SnapshotUnjudged.objects.filter(snapshot=snapshot).exists()
+    assert not SnapshotUnjudged.objects.of(snapshot).exists()
     assert snapshot.label_sources == (
         "5 by people, 1 by model judge local-baseline "
         "(accepted where no person assessed the pair); 6 in all"

@@ -322,7 +322,7 @@ def test_freeze_waits_for_writers_in_flight_and_holds_new_ones_back(
     assert created
     assert snapshot.n_judgments == 1  # the writer in flight, not the late one
     assert list(
-        SnapshotJudgment.objects.filter(snapshot=snapshot).values_list("item__external_id", "grade")
+        SnapshotJudgment.objects.of(snapshot).values_list("item__external_id", "grade")
     ) == [("cdc-mrna-faq", 3)]
     assert Judgment.objects.count() == 2
 

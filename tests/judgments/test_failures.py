@@ -27,7 +27,7 @@ from tests.failures import assert_all_or_nothing
 
 from .conftest import RECALL_EXAMPLE
 
-snapshot_service = importlib.import_module("judgments.services.snapshots")
+snapshot_blocks = importlib.import_module("judgments.services.snapshot_blocks")
 import_writes = importlib.import_module("judgments.services.import_writes")
 
 
@@ -56,7 +56,9 @@ def test_a_collection_import_that_fails_midway_leaves_nothing(
     assert JudgmentChange.objects.count() == 8
 
 
-@pytest.mark.parametrize("after", [0, 1, 2], ids=["at-queries", "at-judgments", "at-unjudged"])
+# The freeze's set-based writes, in order: the judgments of its new query blocks (written
+# just before), their unjudged markers, the version's memberships.
+@pytest.mark.parametrize("after", [0, 1, 2], ids=["at-judgments", "at-unjudged", "at-members"])
 def test_a_freeze_that_fails_midway_leaves_nothing(db, run_command, monkeypatch, after):
     run_command("import_collection", RECALL_EXAMPLE / "bundle.jsonl")
     collection = Collection.objects.get(slug="recall-example")
@@ -66,16 +68,16 @@ def test_a_freeze_that_fails_midway_leaves_nothing(db, run_command, monkeypatch,
 
     snapshot, created = assert_all_or_nothing(
         monkeypatch,
-        snapshot_service,
-        "_copy_rows",
+        snapshot_blocks,
+        "_execute",
         lambda: freeze_snapshot(collection=collection, by=None),
         after=after,
     )
 
     assert created and snapshot.number == 1 and Snapshot.objects.count() == 1
-    assert SnapshotQuery.objects.filter(snapshot=snapshot).count() == 3
-    assert SnapshotJudgment.objects.filter(snapshot=snapshot).count() == 8
-    assert SnapshotUnjudged.objects.filter(snapshot=snapshot).count() == 1
+    assert SnapshotQuery.objects.of(snapshot).count() == 3
+    assert SnapshotJudgment.objects.of(snapshot).count() == 8
+    assert SnapshotUnjudged.objects.of(snapshot).count() == 1
 
 
 def test_an_import_that_fails_while_queueing_unjudged_pairs_leaves_nothing(

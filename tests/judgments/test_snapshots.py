@@ -28,6 +28,7 @@ from judgments.models import (
     QueryStatus,
     Snapshot,
     SnapshotJudgment,
+    SnapshotMember,
     SnapshotQuery,
     SnapshotUnjudged,
 )
@@ -183,7 +184,7 @@ def test_freeze_makes_v1_whose_hash_is_sha256_of_the_documented_canonical_form(t
 
 
 def test_freeze_copies_every_label_into_the_snapshots_rows(v1):
-    judgments = SnapshotJudgment.objects.filter(snapshot=v1)
+    judgments = SnapshotJudgment.objects.of(v1)
     assert sorted(judgments.values_list("query__external_id", "item__external_id", "grade")) == [
         ("q-measles", "NHS-mmr", 0),
         ("q-measles", "forum-4411", 0),
@@ -191,13 +192,13 @@ def test_freeze_copies_every_label_into_the_snapshots_rows(v1):
         ("q-vaccines", "who-vaccines-qa", 1),
         ("q-vaccines", "Ärzteblatt-42", 2),
     ]
-    queries = SnapshotQuery.objects.filter(snapshot=v1)
+    queries = SnapshotQuery.objects.of(v1)
     assert sorted(queries.values_list("query__external_id", "status", "evidence")) == [
         ("q-measles", "no_answer", None),
         ("q-vaccines", "relevant", [["cdc-mrna-faq", "who-vaccines-qa"]]),
         ("q-zinc", "unreviewed", None),
     ]
-    unjudged = SnapshotUnjudged.objects.filter(snapshot=v1)
+    unjudged = SnapshotUnjudged.objects.of(v1)
     assert list(unjudged.values_list("query__external_id", "item__external_id")) == [
         ("q-zinc", "forum-4411")
     ]
@@ -464,9 +465,9 @@ def test_two_collections_with_the_same_labels_differ_only_in_the_slug_line(db):
 def _one_of_each(snapshot: Snapshot) -> dict[str, Any]:
     return {
         "snapshot": snapshot,
-        "query": SnapshotQuery.objects.filter(snapshot=snapshot).first(),
-        "judgment": SnapshotJudgment.objects.filter(snapshot=snapshot).first(),
-        "unjudged": SnapshotUnjudged.objects.filter(snapshot=snapshot).first(),
+        "query": SnapshotQuery.objects.of(snapshot).first(),
+        "judgment": SnapshotJudgment.objects.of(snapshot).first(),
+        "unjudged": SnapshotUnjudged.objects.of(snapshot).first(),
     }
 
 
@@ -541,15 +542,21 @@ RAW_EDITS = {
     "judgments_snapshot": (Snapshot, "UPDATE {table} SET note = 'rewritten' WHERE id = %s"),
     "judgments_snapshotquery": (
         SnapshotQuery,
-        "UPDATE {table} SET status = 'unreviewed' WHERE snapshot_id = %s",
+        "UPDATE {table} SET status = 'unreviewed' WHERE frozen_in_id = %s",
     ),
     "judgments_snapshotjudgment": (
         SnapshotJudgment,
-        "UPDATE {table} SET grade = 0 WHERE snapshot_id = %s",
+        "UPDATE {table} SET grade = 0 WHERE block_id IN (SELECT block_id FROM "
+        "judgments_snapshotmember WHERE snapshot_id = %s)",
+    ),
+    "judgments_snapshotmember": (
+        SnapshotMember,
+        "UPDATE {table} SET block_id = block_id WHERE snapshot_id = %s",
     ),
     "judgments_snapshotunjudged": (  # a no-op update is refused as well
         SnapshotUnjudged,
-        "UPDATE {table} SET item_id = item_id WHERE snapshot_id = %s",
+        "UPDATE {table} SET item_id = item_id WHERE block_id IN (SELECT block_id FROM "
+        "judgments_snapshotmember WHERE snapshot_id = %s)",
     ),
 }
 
@@ -580,7 +587,7 @@ def test_postgresql_refuses_raw_sql_changes_to_frozen_rows(v1, table, statement)
 
 def test_later_edits_never_change_an_old_snapshot(tiny, v1, run_command):
     rows = {
-        model: sorted(model.objects.filter(snapshot=v1).values_list(named=False))
+        model: sorted(model.objects.of(v1).values_list(named=False))
         for model in (SnapshotQuery, SnapshotJudgment, SnapshotUnjudged)
     }
     exports = {args: export(run_command, "--snapshot", "1", *args) for args in EXPORT_ARGS}
@@ -611,7 +618,7 @@ def test_later_edits_never_change_an_old_snapshot(tiny, v1, run_command):
         1,
     )
     for model, before in rows.items():
-        assert sorted(model.objects.filter(snapshot=v1).values_list(named=False)) == before
+        assert sorted(model.objects.of(v1).values_list(named=False)) == before
     for args, before in exports.items():
         assert export(run_command, "--snapshot", "1", *args) == before
     assert exports[()] == TREC_V1
