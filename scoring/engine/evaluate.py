@@ -256,12 +256,12 @@ def evaluate(
     rel_list = labels.num_rel.tolist()
     # trec_eval's num_ret: items in the scored list (after judged-only condensation).
     len_list = scored.lengths().tolist()
+    evidence_names = {name for name in names if split_measure(name)[0] == "Evidence"}
     for qid in scorable:
         i = seg_index[qid]
         row: dict[str, Any] = {}
         for name in names:
-            fam, _ = split_measure(name)
-            if fam == "Evidence":
+            if name in evidence_names:
                 if qid in evidence_vals:
                     row[name] = evidence_vals[qid][name]
             elif name in free_lists:
