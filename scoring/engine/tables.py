@@ -154,6 +154,24 @@ def _keys(qidx: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     return hashes
 
 
+def take_sorted(arr: StrArray, rows: np.ndarray) -> StrArray:
+    """``arr.take(rows)`` for ascending ``rows``, chunk by chunk.
+
+    A ChunkedArray's own ``take`` allocates for the whole array first (on a 10M-row run,
+    ~50 MB of fresh pages and ~0.1 s for 100k rows); each chunk's take touches only what
+    it returns.
+    """
+    if not isinstance(arr, pa.ChunkedArray):
+        return arr.take(pa.array(rows, type=pa.int64()))
+    starts = np.cumsum([0] + [len(chunk) for chunk in arr.chunks])
+    cuts = np.searchsorted(rows, starts)
+    parts = [
+        chunk.take(pa.array(rows[cuts[i] : cuts[i + 1]] - starts[i], type=pa.int64()))
+        for i, chunk in enumerate(arr.chunks)
+    ]
+    return pa.chunked_array(parts, type=arr.type)
+
+
 def _take_str(arr: StrArray, idx: np.ndarray) -> list[str]:
     values: list[str] = arr.take(pa.array(idx, type=pa.int64())).to_pylist()
     return values
@@ -181,6 +199,18 @@ def id_keys(qcodes: np.ndarray, docids: StrArray) -> np.ndarray:
         keys[start:end] = _keys(qcodes[start:end], _hash_chunk(chunk))
         start = end
     return keys
+
+
+def query_offsets(qcodes: np.ndarray, nq: int) -> np.ndarray:
+    """``offsets`` of rows grouped by query: query j's rows are ``offsets[j]:offsets[j+1]``.
+
+    Counted a block at a time: ``np.bincount`` first copies int32 codes into an int64
+    array, which for the whole of a 10M-row run is 80 MB of fresh pages.
+    """
+    counts = np.zeros(nq, dtype=np.int64)
+    for a in range(0, qcodes.size, _ROW_BLOCK):
+        counts += np.bincount(qcodes[a : a + _ROW_BLOCK], minlength=nq)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 def later_duplicates(
@@ -544,8 +574,7 @@ def qrels_grades_for_run(run: Run, qrels: Qrels, run_to_qrels: np.ndarray) -> np
     jsel = jrows[qorder[pos[hit]]]
     if rows.size:
         same = pc.equal(
-            run.docids.take(pa.array(rows, type=pa.int64())),
-            qrels.docids.take(pa.array(jsel, type=pa.int64())),
+            take_sorted(run.docids, rows), qrels.docids.take(pa.array(jsel, type=pa.int64()))
         )
         ok = np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
         g = qrels.grades[jsel[ok]]

@@ -22,6 +22,8 @@ PathLike = str | Path
 
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
 _BLOCK = 1 << 22
+# Bytes per block of pyarrow's CSV reader; each block becomes one chunk of every column.
+_CSV_BLOCK = 1 << 24
 
 
 def _name(path: PathLike) -> str:
@@ -124,7 +126,7 @@ def _read_table(
     try:
         return pcsv.read_csv(
             path,
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
             parse_options=pcsv.ParseOptions(
                 delimiter=delim, quote_char=False, double_quote=False, escape_char=False
             ),

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ErrorCollector
-from ..tables import Run, later_duplicates
+from ..tables import Run, later_duplicates, query_offsets, take_sorted
 from .common import (
     _DICT,
     _INT_RE,
@@ -82,7 +82,7 @@ def _score_order(codes: np.ndarray, scores: pa.ChunkedArray, docids: pa.ChunkedA
             starts = np.ones(rows.size, dtype=np.int64)
             starts[1:] = ~in_pairs[:-1]
             group = np.cumsum(starts)
-            keyed = pa.table({"g": group, "d": docids.take(pa.array(rows, type=pa.int64()))})
+            keyed = pa.table({"g": group, "d": take_sorted(docids, rows)})
             order = pc.sort_indices(
                 keyed, sort_keys=[("g", "ascending"), ("d", "descending")]
             ).to_numpy()
@@ -135,9 +135,7 @@ def _read_trec_run_fast(
     else:
         perm = _score_order(codes, scores, docids)
     del scores
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(qids)))]).astype(
-        np.int64
-    )
+    offsets = query_offsets(codes, len(qids))
     run = Run(
         qids=tuple(qids),
         offsets=offsets,
