@@ -69,9 +69,22 @@ def _ids_storable(*columns: pa.ChunkedArray) -> bool:
     for col in columns:
         if pa.types.is_dictionary(col.type):
             col = pa.chunked_array([c.dictionary for c in col.chunks], type=col.type.value_type)
-        if col.length() and pc.max(pc.binary_length(col)).as_py() > ID_MAX:
+        if _byte_lengths(col)[1] > ID_MAX:
             return False
     return True
+
+
+def _byte_lengths(col: pa.ChunkedArray) -> tuple[int, int]:
+    """Shortest and longest value in bytes ((0, 0) if none), chunk by chunk: the lengths
+    of a whole 10M-row column would be a 40 MB array of fresh pages."""
+    shortest, longest = None, 0
+    for chunk in col.chunks:
+        if len(chunk):
+            bounds = pc.min_max(pc.binary_length(chunk))
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            shortest = low if shortest is None else min(shortest, low)
+            longest = max(longest, high)
+    return shortest or 0, longest
 
 
 def _sniff_delimiter(path: PathLike, fields: int) -> str | None:
@@ -112,7 +125,7 @@ def _no_empty_fields(*columns: pa.ChunkedArray) -> bool:
         if pa.types.is_dictionary(col.type):
             if any("" in chunk.dictionary.to_pylist() for chunk in col.chunks):
                 return False
-        elif col.length() and pc.min(pc.binary_length(col)).as_py() == 0:
+        elif col.length() and _byte_lengths(col)[0] == 0:
             return False
     return True
 
