@@ -113,16 +113,17 @@ def _read_trec_run_fast(
         return None
     if not _ids_storable(table.column("q"), table.column("d")):
         return None
-    qids, codes = _encode_qids(table.column("q"))
-    if any(q.startswith("#") for q in qids):
-        return None
-    docids = table.column("d")
-    scores = table.column("s")
+    qcol, docids, scores = table.column("q"), table.column("d"), table.column("s")
     ranks = table.column("r").to_numpy() if order == "rank" else None
     del table
-    # Hand the CSV reader's freed block buffers back now: the allocator would otherwise
-    # keep them resident for a while, under the arrays built next (a higher peak).
+    # Hand back what the CSV reader's block buffers and the dropped columns (Q0, tag and,
+    # unless ordering by it, rank) held, before the arrays built next: the allocator would
+    # otherwise keep it resident for a while, under those arrays (a higher peak).
     pa.default_memory_pool().release_unused()
+    qids, codes = _encode_qids(qcol)
+    del qcol
+    if any(q.startswith("#") for q in qids):
+        return None
     if bool(pc.any(pc.is_nan(scores)).as_py()):
         return None
     perm: np.ndarray
