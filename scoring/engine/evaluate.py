@@ -242,7 +242,8 @@ def evaluate(
     free: dict[str, np.ndarray] = {}
     for k, vals in judged_at(segments, judged_ks).items():
         free[f"Judged@{k}"] = vals
-    ceiling = compute(scored, labels, L, [n for n in names if n.startswith("Ceiling@")])
+    ceiling_names = [n for n in names if n.startswith("Ceiling@")]
+    ceiling = compute(scored, labels, L, ceiling_names) if ceiling_names else {}
     free.update({n: v for n, v in ceiling.items() if not n.startswith("hits@")})
     evidence_vals = _evidence(run, phys_rows, segments, seg_qids, evidence_map, names)
 
