@@ -123,7 +123,7 @@ def _no_empty_fields(*columns: pa.ChunkedArray) -> bool:
     """False if any value is empty: the mark of a doubled, leading or trailing separator."""
     for col in columns:
         if pa.types.is_dictionary(col.type):
-            if any("" in chunk.dictionary.to_pylist() for chunk in col.chunks):
+            if any(not value for chunk in col.chunks for value in chunk.dictionary.to_pylist()):
                 return False
         elif col.length() and _byte_lengths(col)[0] == 0:
             return False
@@ -185,6 +185,9 @@ def _empty_file(name: str, expected: str) -> EngineInputError:
 
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
+# For the fields trec_eval never reads (Q0, tag): only their emptiness matters, so their
+# bytes are not checked as UTF-8 (the careful reader does not decode them either).
+_BYTES_DICT = pa.dictionary(pa.int32(), pa.binary())
 
 
 def _with(run: Run, **changes: object) -> Run:

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from ..errors import ErrorCollector
 from ..tables import Run, later_duplicates, query_offsets, take_sorted
 from .common import (
+    _BYTES_DICT,
     _DICT,
     _INT_RE,
     PathLike,
@@ -104,7 +105,14 @@ def _read_trec_run_fast(
         path,
         delim,
         ["q", "z", "d", "r", "s", "t"],
-        {"q": _DICT, "z": _DICT, "d": pa.string(), "r": pa.int32(), "s": pa.float64(), "t": _DICT},
+        {
+            "q": _DICT,
+            "z": _BYTES_DICT,
+            "d": pa.string(),
+            "r": pa.int32(),
+            "s": pa.float64(),
+            "t": _BYTES_DICT,
+        },
         ["q", "z", "d", "r", "s", "t"],
     )
     if table is None or table.num_rows == 0:
