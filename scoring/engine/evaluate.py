@@ -242,7 +242,8 @@ def evaluate(
     free: dict[str, np.ndarray] = {}
     for k, vals in judged_at(segments, judged_ks).items():
         free[f"Judged@{k}"] = vals
-    ceiling = compute(scored, labels, L, [n for n in names if n.startswith("Ceiling@")])
+    ceiling_names = [n for n in names if n.startswith("Ceiling@")]
+    ceiling = compute(scored, labels, L, ceiling_names) if ceiling_names else {}
     free.update({n: v for n, v in ceiling.items() if not n.startswith("hits@")})
     evidence_vals = _evidence(run, phys_rows, segments, seg_qids, evidence_map, names)
 
@@ -256,12 +257,12 @@ def evaluate(
     rel_list = labels.num_rel.tolist()
     # trec_eval's num_ret: items in the scored list (after judged-only condensation).
     len_list = scored.lengths().tolist()
+    evidence_names = {name for name in names if split_measure(name)[0] == "Evidence"}
     for qid in scorable:
         i = seg_index[qid]
         row: dict[str, Any] = {}
         for name in names:
-            fam, _ = split_measure(name)
-            if fam == "Evidence":
+            if name in evidence_names:
                 if qid in evidence_vals:
                     row[name] = evidence_vals[qid][name]
             elif name in free_lists:

@@ -124,6 +124,8 @@ def idcg_at(labels: Labels, count: int, k: int) -> np.ndarray:
 
 def judged_at(segments: Segments, ks: Sequence[int]) -> dict[int, np.ndarray]:
     """Share of the first k positions holding a judged item (grade >= 0); denominator k."""
+    if not ks:
+        return {}
     rows = np.flatnonzero(segments.grades >= 0)
     seg, pos = segments.locate(rows)
     return {k: np.bincount(seg[pos <= k], minlength=segments.count) / float(k) for k in ks}

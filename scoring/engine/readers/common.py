@@ -21,7 +21,9 @@ from ..tables import Run
 PathLike = str | Path
 
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
-_BLOCK = 1 << 26
+_BLOCK = 1 << 22
+# Bytes per block of pyarrow's CSV reader; each block becomes one chunk of every column.
+_CSV_BLOCK = 1 << 24
 
 
 def _name(path: PathLike) -> str:
@@ -61,28 +63,40 @@ def _bad_id(value: str, where: str, what: str, errors: ErrorCollector) -> bool:
 
 
 def _ids_storable(*columns: pa.ChunkedArray) -> bool:
-    """False if any id is longer than ``ID_MAX`` bytes or holds NUL: the careful reader
-    then names the lines."""
+    """False if any id is longer than ``ID_MAX`` bytes: the careful reader then names the
+    lines. (An id holding NUL, the other unstorable kind, never gets here:
+    ``_sniff_delimiter`` keeps any file with a NUL byte off the fast path.)"""
     for col in columns:
         if pa.types.is_dictionary(col.type):
             col = pa.chunked_array([c.dictionary for c in col.chunks], type=col.type.value_type)
-        if not col.length():
-            continue
-        if pc.max(pc.binary_length(col)).as_py() > ID_MAX:
-            return False
-        if pc.any(pc.match_substring(col, "\x00")).as_py():
+        if _byte_lengths(col)[1] > ID_MAX:
             return False
     return True
+
+
+def _byte_lengths(col: pa.ChunkedArray) -> tuple[int, int]:
+    """Shortest and longest value in bytes ((0, 0) if none), chunk by chunk: the lengths
+    of a whole 10M-row column would be a 40 MB array of fresh pages."""
+    shortest, longest = None, 0
+    for chunk in col.chunks:
+        if len(chunk):
+            bounds = pc.min_max(pc.binary_length(chunk))
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            shortest = low if shortest is None else min(shortest, low)
+            longest = max(longest, high)
+    return shortest or 0, longest
 
 
 def _sniff_delimiter(path: PathLike, fields: int) -> str | None:
     """The one-character field separator when the file is regular enough for pyarrow's
     CSV reader to split it as trec_eval would, else ``None`` (use the careful reader).
 
-    Only single-byte scans here (memchr speed); empty fields, which a doubled, leading or
-    trailing separator produces, are caught after parsing by ``_no_empty_fields``.
+    Only single-byte scans here (memchr speed), into one reused buffer (fresh blocks would
+    each be paged in, and zeroed by the kernel, anew). Empty fields, which a doubled,
+    leading or trailing separator produces, are caught after parsing by
+    ``_no_empty_fields``.
     """
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=0) as fh:
         head = fh.read(1 << 16)
         first = head.split(b"\n", 1)[0]
         if b"\t" in first and b" " not in first:
@@ -94,10 +108,12 @@ def _sniff_delimiter(path: PathLike, fields: int) -> str | None:
         if len(first.split(delim)) != fields:
             return None
         # Bytes that trec_eval treats as whitespace but pyarrow as data (and CR, which
-        # pyarrow alone treats as a line end).
-        bad = (b" " if delim == b"\t" else b"\t", b"\r", b"\x0b", b"\x0c")
+        # pyarrow alone treats as a line end); NUL, which no stored id may hold.
+        bad = (b" " if delim == b"\t" else b"\t", b"\r", b"\x0b", b"\x0c", b"\x00")
         fh.seek(0)
-        while block := fh.read(_BLOCK):
+        buf = bytearray(_BLOCK)
+        while size := fh.readinto(buf):
+            block = buf if size == _BLOCK else buf[:size]
             if any(p in block for p in bad):
                 return None
         return delim.decode()
@@ -107,9 +123,9 @@ def _no_empty_fields(*columns: pa.ChunkedArray) -> bool:
     """False if any value is empty: the mark of a doubled, leading or trailing separator."""
     for col in columns:
         if pa.types.is_dictionary(col.type):
-            if any("" in chunk.dictionary.to_pylist() for chunk in col.chunks):
+            if any(not value for chunk in col.chunks for value in chunk.dictionary.to_pylist()):
                 return False
-        elif col.length() and pc.min(pc.binary_length(col)).as_py() == 0:
+        elif col.length() and _byte_lengths(col)[0] == 0:
             return False
     return True
 
@@ -123,7 +139,7 @@ def _read_table(
     try:
         return pcsv.read_csv(
             path,
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
             parse_options=pcsv.ParseOptions(
                 delimiter=delim, quote_char=False, double_quote=False, escape_char=False
             ),
@@ -140,15 +156,28 @@ def _read_table(
 
 
 def _encode_qids(col: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
-    """Query ids (dictionary order: first seen first) and each row's index into them."""
+    """Query ids (first seen first) and each row's index into them.
+
+    Each chunk of a dictionary column numbers its own values; they are renumbered in one
+    pass straight into the result (``unify_dictionaries`` then a concatenation would
+    write two 10M-row copies).
+    """
     if not pa.types.is_dictionary(col.type):
         col = pa.chunked_array([pc.dictionary_encode(col.combine_chunks())])
-    col = col.unify_dictionaries()
-    if col.num_chunks == 0:
-        return [], np.zeros(0, dtype=np.int32)
-    qids = col.chunk(0).dictionary.to_pylist()
-    codes = np.concatenate([c.indices.to_numpy() for c in col.chunks]).astype(np.int32, copy=False)
-    return qids, codes
+    index: dict[str, int] = {}
+    codes = np.empty(col.length(), dtype=np.int32)
+    start = 0
+    for chunk in col.chunks:
+        # The chunk's dictionary in the file-wide numbering: a new id takes the next number.
+        renumber = np.fromiter(
+            (index.setdefault(qid, len(index)) for qid in chunk.dictionary.to_pylist()),
+            dtype=np.int32,
+            count=len(chunk.dictionary),
+        )
+        end = start + len(chunk)
+        np.take(renumber, chunk.indices.to_numpy(), out=codes[start:end])
+        start = end
+    return list(index), codes
 
 
 def _empty_file(name: str, expected: str) -> EngineInputError:
@@ -156,6 +185,9 @@ def _empty_file(name: str, expected: str) -> EngineInputError:
 
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
+# For the fields trec_eval never reads (Q0, tag): only their emptiness matters, so their
+# bytes are not checked as UTF-8 (the careful reader does not decode them either).
+_BYTES_DICT = pa.dictionary(pa.int32(), pa.binary())
 
 
 def _with(run: Run, **changes: object) -> Run:

@@ -9,6 +9,7 @@ import pyarrow as pa
 from ..errors import ErrorCollector
 from ..tables import Qrels, id_keys, later_duplicates
 from .common import (
+    _BYTES_DICT,
     _DICT,
     _INT_RE,
     PathLike,
@@ -47,7 +48,7 @@ def _read_qrels_fast(path: PathLike, name: str, delim: str) -> Qrels | None:
         path,
         delim,
         ["q", "z", "d", "g"],
-        {"q": _DICT, "z": _DICT, "d": pa.string(), "g": pa.int64()},
+        {"q": _DICT, "z": _BYTES_DICT, "d": pa.string(), "g": pa.int64()},
         ["q", "z", "d", "g"],
     )
     if table is None or table.num_rows == 0:

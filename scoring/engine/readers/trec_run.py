@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ErrorCollector
-from ..tables import Run, later_duplicates
+from ..tables import Run, later_duplicates, query_offsets, take_sorted
 from .common import (
+    _BYTES_DICT,
     _DICT,
     _INT_RE,
     PathLike,
@@ -48,18 +49,51 @@ def _drop_rows(
     return perm[keep_final], np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
 
 
-def _scores_sorted(codes: np.ndarray, scores: np.ndarray) -> bool:
-    """True if rows already are in trec_eval's order, so the sort can be skipped.
+def _score_order(codes: np.ndarray, scores: pa.ChunkedArray, docids: pa.ChunkedArray) -> np.ndarray:
+    """``perm`` for trec_eval's order: query (codes ascending), score descending, docid
+    descending in byte order (``strcmp``), file order among equal docids.
 
-    Rows with equal scores in one query count as unsorted: checking their docid order costs
-    about as much as the sort that settles it.
+    Most runs are written that way already, except for the order of tied scores. When the
+    rows are grouped by query with scores not increasing, only the runs of equal (query,
+    score) are sorted, by docid; every other row is already in place. Otherwise all rows
+    are sorted. Both give the same permutation: ``pc.sort_indices`` is stable, and a tie
+    group sorted alone is the same rows, in the same order, as within the full sort.
     """
-    if codes.size < 2:
-        return True
-    if not bool((codes[1:] >= codes[:-1]).all()):
-        return False
-    same = codes[1:] == codes[:-1]
-    return not bool((same & (scores[1:] >= scores[:-1])).any())
+    n = codes.size
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    # Neighbour comparisons in Arrow: bitmaps, where numpy would make a byte per row.
+    c = pa.array(codes)  # zero-copy
+    same_query = pc.equal(c[1:], c[:-1])
+    grouped = bool(pc.all(pc.greater_equal(c[1:], c[:-1])).as_py())
+    rising = pc.and_(same_query, pc.greater(scores[1:], scores[:-1]))
+    if grouped and not bool(pc.any(rising).as_py()):
+        tied = pc.and_(same_query, pc.equal(scores[1:], scores[:-1]))  # rows i, i+1 tie
+        perm = np.arange(n, dtype=np.int64)
+        pairs = pc.indices_nonzero(tied).to_numpy().astype(np.int64)
+        if pairs.size:
+            # Rows of the tie groups (sorted, each once), and each one's group: a new group
+            # starts at a row that does not tie with the row before it, i.e. at a pair
+            # that does not continue the pair before it.
+            rows = np.concatenate((pairs, pairs + 1))
+            rows.sort()
+            rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+            in_pairs = np.zeros(rows.size, dtype=bool)
+            in_pairs[np.searchsorted(rows, pairs)] = True
+            starts = np.ones(rows.size, dtype=np.int64)
+            starts[1:] = ~in_pairs[:-1]
+            group = np.cumsum(starts)
+            keyed = pa.table({"g": group, "d": take_sorted(docids, rows)})
+            order = pc.sort_indices(
+                keyed, sort_keys=[("g", "ascending"), ("d", "descending")]
+            ).to_numpy()
+            perm[rows] = rows[order]
+        return perm
+    keyed = pa.table({"q": codes, "s": scores, "d": docids})
+    ordered: np.ndarray = pc.sort_indices(
+        keyed, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")]
+    ).to_numpy()
+    return ordered
 
 
 def _read_trec_run_fast(
@@ -71,7 +105,14 @@ def _read_trec_run_fast(
         path,
         delim,
         ["q", "z", "d", "r", "s", "t"],
-        {"q": _DICT, "z": _DICT, "d": pa.string(), "r": pa.int32(), "s": pa.float64(), "t": _DICT},
+        {
+            "q": _DICT,
+            "z": _BYTES_DICT,
+            "d": pa.string(),
+            "r": pa.int32(),
+            "s": pa.float64(),
+            "t": _BYTES_DICT,
+        },
         ["q", "z", "d", "r", "s", "t"],
     )
     if table is None or table.num_rows == 0:
@@ -80,13 +121,17 @@ def _read_trec_run_fast(
         return None
     if not _ids_storable(table.column("q"), table.column("d")):
         return None
-    qids, codes = _encode_qids(table.column("q"))
-    if any(q.startswith("#") for q in qids):
-        return None
-    docids = table.column("d")
-    scores = table.column("s")
+    qcol, docids, scores = table.column("q"), table.column("d"), table.column("s")
     ranks = table.column("r").to_numpy() if order == "rank" else None
     del table
+    # Hand back what the CSV reader's block buffers and the dropped columns (Q0, tag and,
+    # unless ordering by it, rank) held, before the arrays built next: the allocator would
+    # otherwise keep it resident for a while, under those arrays (a higher peak).
+    pa.default_memory_pool().release_unused()
+    qids, codes = _encode_qids(qcol)
+    del qcol
+    if any(q.startswith("#") for q in qids):
+        return None
     if bool(pc.any(pc.is_nan(scores)).as_py()):
         return None
     perm: np.ndarray
@@ -96,18 +141,10 @@ def _read_trec_run_fast(
         if bool(((rs[1:] == rs[:-1]) & (cs[1:] == cs[:-1])).any()):
             return None  # equal ranks: the careful reader names the lines
         del ranks, rs, cs
-    elif _scores_sorted(codes, scores.to_numpy()):
-        perm = np.arange(codes.size, dtype=np.int64)
     else:
-        keyed = pa.table({"q": codes, "s": scores, "d": docids})
-        perm = pc.sort_indices(
-            keyed, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")]
-        ).to_numpy()
-        del keyed
+        perm = _score_order(codes, scores, docids)
     del scores
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(qids)))]).astype(
-        np.int64
-    )
+    offsets = query_offsets(codes, len(qids))
     run = Run(
         qids=tuple(qids),
         offsets=offsets,
