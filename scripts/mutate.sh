@@ -3,7 +3,7 @@
 # invariants: labels, statuses, snapshots, the review queue and the imports.
 #
 #   scripts/mutate.sh                    # every group, then the summary
-#   scripts/mutate.sh engine             # one group: engine | services
+#   scripts/mutate.sh engine             # one group: engine | services | snapshots
 #   scripts/mutate.sh --summary          # the summary of the last runs only
 #   MUTATE_BUDGET=1200 MUTATE_JOBS=1 scripts/mutate.sh services
 #   MUTATE_AGAIN=1 scripts/mutate.sh engine   # try the survivors again (after new tests)
@@ -47,6 +47,7 @@ only_mutate = [
   "judgments/services/judgments.py",
   "judgments/services/queries.py",
   "judgments/services/snapshots.py",
+  "judgments/services/snapshot_blocks.py",
   "judgments/services/queue.py",
   "judgments/services/imports.py",
   "judgments/services/import_checks.py",
@@ -63,8 +64,36 @@ pytest_add_cli_args_test_selection = [
   "tests/judgments/test_queue_count.py",
   "tests/judgments/test_import_trec.py",
   "tests/judges/test_model_labels.py",
+  "tests/judgments/test_snapshot_sharing.py",
 ]
 EOF
+  _database_args
+}
+
+# The freeze alone: its services, the canonical form and the selectors that read it back,
+# against the snapshot tests (a group of its own, so that a short run covers all of it).
+snapshots_config() {
+  cat <<'EOF'
+source_paths = ["config", "judgments", "scoring"]
+also_copy = ["fixtures", "templates", "manage.py", "jobs", "judges"]
+only_mutate = [
+  "judgments/services/snapshots.py",
+  "judgments/services/snapshot_blocks.py",
+  "judgments/snapshots.py",
+  "judgments/selectors/snapshots.py",
+]
+pytest_add_cli_args_test_selection = [
+  "tests/judgments/test_snapshots.py",
+  "tests/judgments/test_snapshot_sharing.py",
+  "tests/judgments/test_failures.py",
+  "tests/judgments/test_assessments.py",
+  "tests/judges/test_model_labels.py",
+]
+EOF
+  _database_args
+}
+
+_database_args() {
   # Each mutant's tests run in a fresh pytest session: on PostgreSQL with --reuse-db the
   # test database is migrated once, not once per mutant (SQLite's is in memory: ~3 s each).
   if [[ -n "${MUTATE_DATABASE_URL:-}" ]]; then
@@ -89,7 +118,7 @@ run_group() {
   fi
   echo "== mutating $group (budget ${BUDGET}s, $JOBS workers, nice 10, ${#names[@]} named)"
   local db=()
-  if [[ $group == services && -n "${MUTATE_DATABASE_URL:-}" ]]; then
+  if [[ $group != engine && -n "${MUTATE_DATABASE_URL:-}" ]]; then
     db=("DATABASE_URL=$MUTATE_DATABASE_URL")
   fi
   # The copy lives in var/mutate/GROUP/mutants/, where ../shared is not the project's:
@@ -103,9 +132,12 @@ run_group() {
 
 if [[ "${1:-}" != "--summary" ]]; then
   groups=("$@")
-  [[ ${#groups[@]} -eq 0 ]] && groups=(engine services)
+  [[ ${#groups[@]} -eq 0 ]] && groups=(engine services snapshots)
   for g in "${groups[@]}"; do
-    case $g in engine | services) run_group "$g" ;; *) echo "unknown group $g" >&2; exit 2 ;; esac
+    case $g in
+      engine | services | snapshots) run_group "$g" ;;
+      *) echo "unknown group $g" >&2; exit 2 ;;
+    esac
   done
 fi
 "$PY" scripts/mutation_summary.py "$ROOT/var/mutate" docs/MUTATION.md
