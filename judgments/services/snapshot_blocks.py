@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -82,7 +82,6 @@ class Block:
     n_assessments: int = 0
     n_unresolved: int = 0
     pk: int | None = None
-    model_counts: dict[str, int] = field(default_factory=dict)
 
     def same_content(self, other: Block) -> bool:
         return self.lines.sections() == other.lines.sections()
@@ -214,9 +213,6 @@ def render_blocks(
         unresolved: set[str] = set()
         if collection.has_overlap:  # as selectors.assessments.unresolved_pairs
             unresolved = {i for i, _, _ in assessments} - {i for i, _ in judgments} - opened
-        counts: dict[str, int] = defaultdict(int)
-        for m in models:
-            counts[m.judge] += 1
         blocks[query_pk] = Block(
             query_pk=query_pk,
             status=status,
@@ -236,7 +232,6 @@ def render_blocks(
             n_unjudged=len(unjudged),
             n_assessments=len(assessments),
             n_unresolved=len(unresolved),
-            model_counts=dict(counts),
         )
     return blocks
 

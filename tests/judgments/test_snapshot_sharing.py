@@ -311,3 +311,18 @@ def test_many_changed_queries_are_read_in_pieces(db):
 
     v2 = freeze_and_check(collection)
     assert SnapshotQuery.objects.filter(frozen_in=v2).count() == 600
+
+
+def test_a_new_scale_name_makes_a_version_of_shared_blocks_only(frozen):
+    collection, v1 = frozen
+    scale = [dict(g) for g in collection.scale]
+    scale[0]["name"] = "off topic"
+    Collection.objects.filter(pk=collection.pk).update(scale=scale)
+
+    v2 = freeze_and_check(collection)
+
+    assert v2.content_hash != v1.content_hash
+    assert not SnapshotQuery.objects.filter(frozen_in=v2).exists()
+    assert set(
+        SnapshotMember.objects.filter(snapshot=v2).values_list("block_id", flat=True)
+    ) == set(SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True))
