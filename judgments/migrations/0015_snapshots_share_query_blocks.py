@@ -176,11 +176,17 @@ def rows_to_blocks(apps, schema_editor):
     """Each old (snapshot, query) row becomes a block held by that snapshot alone."""
     _immutability(schema_editor, False)
     for table in BLOCK_ROWS:
-        schema_editor.execute(
-            f"UPDATE {table} SET block_id = (SELECT b.id FROM judgments_snapshotquery b "
-            f"WHERE b.frozen_in_id = {table}.snapshot_id AND b.query_id = {table}.query_id)",
-            params=None,
-        )
+        if schema_editor.connection.vendor == "postgresql":  # a join, not a probe per row
+            sql = (
+                f"UPDATE {table} SET block_id = b.id FROM judgments_snapshotquery b "
+                f"WHERE b.frozen_in_id = {table}.snapshot_id AND b.query_id = {table}.query_id"
+            )
+        else:
+            sql = (
+                f"UPDATE {table} SET block_id = (SELECT b.id FROM judgments_snapshotquery b "
+                f"WHERE b.frozen_in_id = {table}.snapshot_id AND b.query_id = {table}.query_id)"
+            )
+        schema_editor.execute(sql, params=None)
     _immutability(schema_editor, True)
     schema_editor.execute(
         "INSERT INTO judgments_snapshotmember (snapshot_id, query_id, block_id) "
