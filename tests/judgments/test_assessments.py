@@ -19,6 +19,7 @@ from judgments.models import (
     TaskStatus,
 )
 from judgments.selectors import snapshot_canonical_lines
+from judgments.selectors.snapshots import rendered_canonical_lines
 from judgments.services import (
     InvariantError,
     adjudicate,
@@ -197,6 +198,8 @@ def test_a_disagreement_goes_to_the_adjudicator_whose_decision_is_the_label(over
     assert ["unresolved", "q1", "d1"] in before
     for frozen in (snapshot, after):
         assert content_hash(snapshot_canonical_lines(frozen)) == frozen.content_hash
+        # ... and so do its rows, rendered again (form 2: assessments, unresolved pairs)
+        assert content_hash(rendered_canonical_lines(frozen)) == frozen.content_hash
 
 
 @pytest.mark.parametrize(
