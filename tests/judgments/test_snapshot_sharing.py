@@ -16,6 +16,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from jobs.progress import Progress
 from judgments.models import (
     Assessment,
     Collection,
@@ -61,10 +62,24 @@ def live_form(collection: Collection) -> tuple[str, dict[str, int]]:
     return content_hash(lines), counts
 
 
-def freeze_and_check(collection: Collection) -> Snapshot:
+class Phases(Progress):
+    """The names of the phases a freeze reports."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        self.names.append(name)
+        super().phase(name, total)
+
+
+def freeze_and_check(collection: Collection, progress: Progress | None = None) -> Snapshot:
     """Freeze; the version's hash, counts and row-based export all equal the oracle's."""
     expected, counts = live_form(collection)
-    snapshot, _ = freeze_snapshot(collection=Collection.objects.get(pk=collection.pk), by=None)
+    snapshot, _ = freeze_snapshot(
+        collection=Collection.objects.get(pk=collection.pk), by=None, progress=progress
+    )
     assert snapshot.content_hash == expected
     assert {k: getattr(snapshot, k) for k in counts} == counts
     # The stored bytes, and the rows rendered again, both give the hash.
@@ -206,9 +221,11 @@ def test_a_version_after_one_regrade_adds_one_block_and_shares_the_rest(frozen):
     judgment.grade = (judgment.grade + 1) % 4
     judgment.save()
 
-    v2 = freeze_and_check(collection)
+    phases = Phases()
+    v2 = freeze_and_check(collection, progress=phases)
 
     assert v2.number == 2
+    assert "rendering 1 changed queries" in phases.names  # not every query
     new_blocks = SnapshotQuery.objects.filter(frozen_in=v2)
     assert list(new_blocks.values_list("query__external_id", flat=True)) == ["q3"]
     # Its rows and nothing else were written: 8 judgments and 1 unjudged marker.
@@ -275,6 +292,20 @@ def test_a_dropped_trigger_is_noticed(db):
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER verity_unfrozen_judgment_update")
     assert not triggers_in_place()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)  # no trigger event may be pending for the ALTER
+def test_a_disabled_trigger_is_noticed():
+    alter = "ALTER TABLE judgments_judgment {} TRIGGER verity_unfrozen_judgment_update"
+    with connection.cursor() as cursor:
+        cursor.execute(alter.format("DISABLE"))
+    try:
+        assert not triggers_in_place()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(alter.format("ENABLE"))
+    assert triggers_in_place()
 
 
 def test_renaming_an_assessor_renders_their_queries_again(db):
