@@ -26,7 +26,7 @@ BLOCK_ROWS = [
 ]
 CHANGES = "judgments_unfrozenchange"
 
-# (table, the column naming the query, or an expression over it, per event)
+# Each table the canonical form is made of, and its column that names the query.
 QUERY_TABLES = {
     "judgments_judgment": "query_id",
     "judgments_reviewtask": "query_id",
