@@ -746,3 +746,212 @@ SITE_RULES += [
         "shift by 64 as 0, so the mask wraps to all ones and keeps the word whole",
     ),
 ]
+
+# The fast paths of the scorer's speed-up (reused scratch buffers, block-by-block hashing
+# and duplicate search, the tie-only sort): changes that alter only when a buffer is
+# replaced, how big it is beyond what a block needs, or which of two equal paths runs.
+_HASH_SCRATCH_SIZE = (
+    "only when the padded buffer is replaced, and how much room it has beyond this "
+    "block's bytes + 8, change: every buffer used still holds the block (size >= hi - lo "
+    "+ 8), so the words and hashes are the same, and it stays block-sized "
+    "(test_the_hash_scratch_grows_with_a_block_not_with_the_chunk kills the one that "
+    "grows with the chunk)"
+)
+_PADDING_MASKED = (
+    "_TAIL masks each word down to the bytes of its own id before it reaches the hash, so "
+    "what the padding bytes hold never matters (nor the next id's bytes): the padding "
+    "only has to exist, which the buffer's size (>= hi - lo + 8) guarantees"
+)
+_NO_TMP = (
+    "tmp only spares a temporary: np.take without out= returns the same values in a new "
+    "array, _mix without tmp makes its own, and tmp is written before it is read"
+)
+_EMPTY_DTYPE = (
+    "an empty result, whose dtype nothing reads: later_duplicates returns as soon as it "
+    "sees size 0, and _repeated_keys drops an empty block result"
+)
+SITE_RULES += [
+    (
+        "evaluate.x_evaluate",
+        r"ceiling = compute\(scored, labels, L, ceiling_names\) if ceiling_names else \{\}",
+        r"if \(ceiling_names\) or True else \{\}",
+        "compute with no names computes nothing and returns {} (its cutoffs and its measure "
+        "loop both come from the names), the value the guard gives",
+    ),
+    (
+        "common.x__byte_lengths",
+        r"^shortest, longest = None, 0$",
+        r"^shortest, longest = None, 1$",
+        "longest is read only by _ids_storable, against ID_MAX (2,048 bytes): a start "
+        "of 1 instead of 0 never crosses it",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r'with open\(path, "rb", buffering=0\) as fh:',
+        r'with open\(path, "rb", \) as fh:',
+        "a buffered binary file reads the same bytes: read(n) and readinto fill to n or to "
+        "the end of a regular file either way (one extra copy through Python's buffer). "
+        "buffering=1 is killed: it warns (test_reading_a_run_on_the_fast_path_warns_of_nothing)",
+    ),
+    (
+        "common.x__sniff_delimiter",
+        r"block = buf if size == _BLOCK else buf\[:size\]",
+        r"if \(size == _BLOCK\) and False else buf\[:size\]",
+        "buf[:size] with size == _BLOCK is a copy of the whole of buf: the same bytes are "
+        "scanned (one 4 MB copy per full block, freed at once)",
+    ),
+    (
+        "common.x__encode_qids",
+        r"^dtype=np\.int32,$",
+        r"^dtype=None,$",
+        "renumber then holds float64 copies of small non-negative integers (exact), and "
+        "np.take writes them through out= into the int32 codes: the same codes",
+    ),
+    (
+        "common.x__encode_qids",
+        r"^count=len\(chunk\.dictionary\),$",
+        r"^$",
+        "count only lets fromiter allocate once: it reads the whole generator anyway",
+    ),
+    (
+        "trec_run.x__score_order",
+        r"^grouped = bool\(pc\.all\(pc\.greater_equal\(c\[1:\], c\[:-1\]\)\)\.as_py\(\)\)$",
+        r"^grouped = (None|bool\(None\)|bool\(pc\.all\(pc\.greater_equal\((None, c\[:-1\]|"
+        r"c\[1:\], None)\)\)\.as_py\(\)\))$",
+        "grouped is then never true (a comparison with None gives only nulls, whose pc.all "
+        "is null, and bool(None) is False): every run takes the full sort, which gives the "
+        "same permutation as the tie-only sort (pc.sort_indices is stable; both paths are "
+        "held to the careful reader by test_fast_path_blocks.py and test_reader_paths.py). "
+        "Slower, not different",
+    ),
+    (
+        "tables.x__hash_chunk",
+        r"dtype=off_type, count=n \+ 1, offset=",
+        r"^bufs\[1\], dtype=off_type, offset=arr\.offset \* np\.dtype\(off_type\)\.itemsize$",
+        "without count, frombuffer views the rest of the offsets buffer too (a view, no "
+        "copy; Arrow offsets buffers hold whole offsets); only offsets[b0:b1 + 1] with "
+        "b1 <= n is ever read",
+    ),
+    (
+        "tables.x__hash_chunk",
+        r"if bufs\[2\] is not None else np\.zeros\(0, np\.uint8\)$",
+        r"if \(bufs\[2\] is not None\) or True else|else np\.zeros\((None, np\.uint8|0, None|"
+        r"np\.uint8|0, |1, np\.uint8)\)$",
+        "the else branch is never taken: an empty array returns before it, and pyarrow "
+        "refuses a string array with rows and no data buffer ('Value data buffer is null'; "
+        "all-empty strings get a 0-byte buffer), so bufs[2] is never None here",
+    ),
+    (
+        "tables.x_take_sorted",
+        r"return pa\.chunked_array\(parts, type=arr\.type\)",
+        r"return pa\.chunked_array\(parts, (type=None)?\)",
+        "take_sorted is called only with rows of a non-empty run, so a chunked arr has at "
+        "least one chunk, and pyarrow infers the chunks' own type, arr.type",
+    ),
+    (
+        "tables.x__repeated_keys",
+        r"^scratch = np\.empty\(0, dtype=np\.uint64\)$",
+        r"^scratch = np\.empty\((0, (dtype=None)?|1, dtype=np\.uint64)\)$",
+        "every block has b - a >= 1 rows, so a 0-row scratch is replaced by a uint64 one "
+        "before any use, and a 1-row uint64 one is what a one-row block would get anyway",
+    ),
+    (
+        "tables.x__repeated_keys",
+        r'searchsorted\(qcodes\[a:b\], qcodes\[b\], side="left"\)',
+        r"searchsorted\(qcodes\[a:b\], qcodes\[b\], \)\)",
+        "side='left' is searchsorted's default",
+    ),
+    (
+        "tables.x__repeated_keys",
+        r"^grouped = bool\(\(block\[1:\] >= block\[:-1\]\)\.all\(\)\) and \(b == n or "
+        r"qcodes\[b\] > qcodes\[b - 1\]\)$",
+        r"or qcodes\[b\] >= qcodes\[b - 1\]\)$|or qcodes\[b\] > qcodes\[b - 2\]\)$",
+        "every cut b comes from a binary search, which stops between a row below the value "
+        "sought and one at or above it (side='left'), or at or below it and above it "
+        "(side='right'), whether qcodes are sorted or not: qcodes[b] > qcodes[b - 1] holds "
+        "at every cut, and the clause never decides. >= only weakens it; b - 2 is at or "
+        "below b - 1 inside a sorted block, is the previous block's last row (below row "
+        "b - 1) for a later one-row block, and for a first one-row block wraps to the last "
+        "row, which at worst sends the run to the full sort: the same keys",
+    ),
+    (
+        "tables.x__repeated_keys",
+        r"^if scratch\.size < b - a:$",
+        r"^if scratch\.size (<= b - a|< b \+ a):$",
+        "only how often the buffer is replaced changes: a replacement is still b - a rows "
+        "(this block's size), so it stays block-sized (the block-memory test kills the "
+        "mutant that sizes it b + a)",
+    ),
+    (
+        "tables.x__repeated_keys",
+        r"else np\.zeros\(0, dtype=np\.uint64\)$",
+        r"else np\.zeros\(0, (dtype=None)?\)$",
+        _EMPTY_DTYPE,
+    ),
+    (
+        "tables.x__repeated",
+        r"else np\.zeros\(0, dtype=np\.uint64\)$",
+        r"else np\.zeros\(0, (dtype=None)?\)$",
+        _EMPTY_DTYPE,
+    ),
+    (
+        "tables.x__repeated",
+        r"if rep\.any\(\) else",
+        r"if \(rep\.any\(\)\) or True else",
+        "with no repeat, sorted_keys[1:][rep] is an empty uint64 array, and np.unique of it "
+        "is the empty uint64 array the else gives",
+    ),
+    (
+        "tables.xǁ_HashScratchǁ__init__",
+        r"^self\.padded = np\.zeros\(0, dtype=np\.uint8\)$",
+        r"^self\.padded = np\.zeros\((0, (dtype=None)?|1, dtype=np\.uint8)\)$",
+        "hash_block needs at least 8 bytes (hi - lo + 8), so its first call always replaces "
+        "a 0- or 1-element buffer by a uint8 one before any use",
+    ),
+    (
+        "tables.xǁ_HashScratchǁhash_block",
+        r"^if self\.padded\.size < hi - lo \+ 8:$",
+        r"^if self\.padded\.size (<= hi - lo \+ 8|< hi \+ lo \+ 8|< hi - lo \+ 9):$",
+        _HASH_SCRATCH_SIZE,
+    ),
+    (
+        "tables.xǁ_HashScratchǁhash_block",
+        r"^self\.padded = np\.zeros\(2 \* \(hi - lo\) \+ 8, dtype=np\.uint8\)$",
+        r"^self\.padded = np\.zeros\((3 \* \(hi - lo\) \+ 8|2 \* \(hi - lo\) \+ 9), "
+        r"dtype=np\.uint8\)$",
+        _HASH_SCRATCH_SIZE,
+    ),
+    (
+        "tables.xǁ_HashScratchǁhash_block",
+        r"^self\.padded\[hi - lo : hi - lo \+ 8\] = 0$",
+        r"^self\.padded\[hi [-+] lo : hi [-+] lo [-+] [89]\] = [01]$",
+        _PADDING_MASKED,
+    ),
+    (
+        "tables.xǁ_HashScratchǁhash_block",
+        r'^with np\.errstate\(over="ignore"\):$',
+        r"^with np\.errstate\(over=None\):$",
+        "numpy reports no overflow for integer arrays (only for scalars), and every value "
+        "here is an array: the setting changes no result and raises no warning",
+    ),
+    (
+        "tables.xǁ_HashScratchǁhash_block",
+        r"^while bool\(\(rem > 0\)\.all\(\)\):$",
+        r"^while bool\((None|\(rem > 1\)\.all\(\))\):$",
+        _LOOPS,
+    ),
+    (
+        "tables.xǁ_HashScratchǁhash_block",
+        r"^word &= np\.take\(_TAIL, cut, out=tmp\)$",
+        r"^word &= np\.take\(_TAIL, cut, (out=None)?\)$",
+        _NO_TMP,
+    ),
+    ("tables.xǁ_HashScratchǁhash_block", r"^_mix\(h, tmp\)$", r"^_mix\(h, (None)?\)$", _NO_TMP),
+]
+NAMED_RULES.update(
+    {
+        # escape_char dropped (the diff spans 2 lines): its default is False, the value given.
+        "scoring.engine.readers.common.x__read_table__mutmut_20": "escape_char left out takes "
+        "pyarrow's default, False, the value given",
+    }
+)

@@ -106,3 +106,46 @@ def test_query_indices_past_the_keys_top_bits_are_refused():
     assert int(ok[0]) >> 40 == tables.MAX_KEYED_QUERIES - 1
     with pytest.raises(OverflowError, match=r"^too many queries for keyed joins$"):
         tables.id_keys(np.array([tables.MAX_KEYED_QUERIES]), pa.array(["a"]))
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5])
+def test_hashes_in_tiny_blocks_equal_the_model(monkeypatch: pytest.MonkeyPatch, block: int):
+    # Blocks of a few ids: the scratch buffer is reused, outgrown (ids getting longer,
+    # a block of empty ids, a block exactly twice as long as the one that sized it) and
+    # reused again, and every hash must still be the model's.
+    monkeypatch.setattr(tables, "_HASH_BLOCK", block)
+    ids = ["", "", "a", "bb", "cccc", "", "x" * 9, "y" * 18, "ab", "z" * 40, ""]
+    ids += _ids(4, 200) + sorted(_ids(5, 100), key=len)
+    expected = [model_hash(s) for s in ids]
+    assert tables.hash_ids(pa.array(ids)).tolist() == expected
+    sliced = pa.array(["pad" * 5, *ids])[1:]
+    assert tables.hash_ids(sliced).tolist() == expected
+
+
+def test_the_hash_scratch_grows_with_a_block_not_with_the_chunk(monkeypatch: pytest.MonkeyPatch):
+    # 20,000 short ids, then a block of long ones: the padded copy of a block's bytes is
+    # resized for that block only (a few KB), not for all the bytes before it.
+    import tracemalloc
+
+    monkeypatch.setattr(tables, "_HASH_BLOCK", 100)
+    ids = ["abcd"] * 20_000 + ["x" * 40] * 100
+    arr = pa.array(ids)
+    tables._hash_chunk(arr[:300])  # a first call's lazy imports are not counted
+    tracemalloc.start()
+    try:
+        out = tables._hash_chunk(arr)  # one chunk (hash_ids would add a concatenated copy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out.tolist() == [model_hash("abcd")] * 20_000 + [model_hash("x" * 40)] * 100
+    assert peak - out.nbytes < 100_000, peak  # ~50 KB here; ~220 KB if it grew with the chunk
+
+
+def test_a_chunk_of_many_default_blocks_hashes_like_the_model():
+    # 40 default blocks (16,384 ids each) and a partial one in one chunk: each id is
+    # hashed once, in its own block (hashing every block again from each row would take
+    # minutes here, quadratic in the block size).
+    distinct = _ids(6, 97)
+    model = {s: model_hash(s) for s in distinct}
+    ids = [distinct[i % 97] for i in range(40 * tables._HASH_BLOCK + 5)]
+    assert tables.hash_ids(pa.array(ids)).tolist() == [model[s] for s in ids]
