@@ -87,6 +87,7 @@ pytest_add_cli_args_test_selection = [
   "tests/judgments/test_snapshot_sharing.py",
   "tests/judgments/test_failures.py",
   "tests/judgments/test_assessments.py",
+  "tests/judgments/test_assessments_migration.py",
   "tests/judges/test_model_labels.py",
 ]
 EOF

@@ -85,11 +85,36 @@ SITE_RULES: list[tuple[str, str, str, str]] = [
 
 
 SITE_RULES += [
+    *(
+        (
+            site,
+            r"iterator\(chunk_size=\d+\)",
+            r"iterator\(chunk_size=(None|\d+)\)",
+            "the iterator's chunk size sets how many rows each fetch brings, not which rows",
+        )
+        for site in (
+            "snapshot_blocks.x_held_blocks",
+            "snapshot_blocks.x_render_blocks",
+            "snapshots.x_frozen_judgments",
+            "snapshots.x_frozen_labels_by_source",
+            "snapshots.x_frozen_unjudged",
+            "snapshots.x_frozen_queries",
+        )
+    ),
     (
-        "snapshots.x_live_canonical_lines",
-        r"iterator\(chunk_size=\d+\)",
-        r"iterator\(chunk_size=(None|\d+)\)",
-        "the iterator's chunk size sets how many rows each fetch brings, not which rows",
+        "snapshot_blocks.x_render_blocks",
+        r"some: list\[int\] = \[\]|some = list\(info\)|^\s*some,$|if len\(some\) <= _CHUNK:",
+        r"some: list\[int\] = None|some = None|^\s*None,$|if len\(some\) < _CHUNK:",
+        "`some` only narrows what is read: without it (None or empty) the whole collection's "
+        "rows are read and those of queries not asked for are left out, and the 500 bound "
+        "only says whether the queries are narrowed in SQL or in Python; same blocks, "
+        "slower",
+    ),
+    (
+        "snapshot_blocks.x_render_blocks",
+        r'"WHERE \{where\}"|"x\.query_id IN \(\{marks\}\)"',
+        r'"where \{where\}"|"x\.query_id in \(\{marks\}\)"',
+        "SQL keywords are case-insensitive",
     ),
     (
         "judgments.x_judge_task",

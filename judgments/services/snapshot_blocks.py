@@ -95,8 +95,6 @@ def held_blocks(snapshot_id: int) -> dict[int, Block]:
         .values_list(
             "pk",
             "query_id",
-            "status",
-            "evidence",
             "n_judgments",
             "n_model_labels",
             "n_unjudged",
@@ -107,10 +105,11 @@ def held_blocks(snapshot_id: int) -> dict[int, Block]:
         .iterator(chunk_size=2000)
     )
     held = {}
-    for pk, query_pk, status, evidence, nj, nm, nu, na, nr, *sections in rows:
+    for pk, query_pk, nj, nm, nu, na, nr, *sections in rows:
         stored = [bytes(s) for s in sections]
         lines = QueryBlock(frozen_qid(stored[0]), *stored)
-        held[query_pk] = Block(query_pk, status, evidence, lines, nj, nm, nu, na, nr, pk=pk)
+        # A held block is never written again: its status and evidence are in its bytes.
+        held[query_pk] = Block(query_pk, "", None, lines, nj, nm, nu, na, nr, pk=pk)
     return held
 
 
@@ -137,7 +136,8 @@ def render_blocks(
     collection: Collection, query_pks: Iterable[int] | None, model: list[ModelLabel]
 ) -> dict[int, Block]:
     """Render the blocks of ``query_pks`` (every query of the collection when None) from
-    the live labels: the same content ``live_canonical_lines`` gives for them."""
+    the live labels (``tests/judgments/test_snapshot_sharing.py`` holds the result to the
+    whole form rendered the plain way, from the live tables)."""
     queries = Query.objects.filter(collection=collection)
     some: list[int] = []
     if query_pks is not None:

@@ -6,7 +6,6 @@ The canonical form the hash is computed from lives in ``judgments/snapshots.py``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 from django.db import transaction
@@ -17,15 +16,11 @@ from ..extensions import ModelLabel, label_source
 from ..locks import lock_collection
 from ..models import (
     Collection,
-    Judgment,
     Query,
-    ReviewTask,
     Snapshot,
-    TaskStatus,
     UnfrozenChange,
 )
-from ..selectors.assessments import live_assessments, unresolved_pairs
-from ..snapshots import Overlap, blocks_hash, canonical_lines, header_lines
+from ..snapshots import blocks_hash, header_lines
 from ._common import User
 from .errors import VerityError
 from .snapshot_blocks import (
@@ -54,53 +49,6 @@ def model_labels_for(collection: Collection) -> list[ModelLabel]:
         return list(source.labels(collection, collection.model_labels))
     except LookupError as e:
         raise VerityError(str(e.args[0]) if e.args else str(e)) from None
-
-
-def live_canonical_lines(collection: Collection, model: list[ModelLabel]) -> Iterator[bytes]:
-    """The canonical form of the collection's labels now, rendered whole from the live
-    tables: what a freeze's hash must equal however few queries it rendered again (the
-    tests hold every freeze to it)."""
-    queries = (
-        (ext, status, groups)
-        for ext, status, groups in Query.objects.filter(collection=collection)
-        .values_list("external_id", "status", "evidence__groups")
-        .iterator(chunk_size=5000)
-    )
-    judgments = Judgment.objects.filter(query__collection=collection).values_list(
-        "query__external_id", "item__external_id", "grade"
-    )
-    unjudged = (
-        ReviewTask.objects.filter(collection=collection)
-        .exclude(status=TaskStatus.DONE)
-        .values_list("query__external_id", "item__external_id")
-        .order_by()
-        .distinct()  # one marker per pair, however many of its slots are open
-    )
-    if model:  # a pair a model labelled is not unjudged in this snapshot
-        labelled = {(m.qid, m.item) for m in model}
-        unjudged = (pair for pair in unjudged.iterator(chunk_size=20000) if pair not in labelled)
-    else:
-        unjudged = unjudged.iterator(chunk_size=20000)
-    overlap = None
-    if collection.has_overlap:
-        overlap = Overlap(
-            policy=collection.resolution_policy,
-            assessors_per_item=collection.assessors_per_item,
-            distance=collection.adjudicate_distance,
-            assessments=live_assessments(collection),
-            unresolved=unresolved_pairs(collection),
-        )
-    return canonical_lines(
-        slug=collection.slug,
-        unit=collection.unit,
-        relevant_grade=collection.relevant_grade,
-        scale=collection.scale,
-        queries=queries,
-        judgments=judgments.iterator(chunk_size=20000),
-        unjudged=unjudged,
-        overlap=overlap,
-        model_judgments=((m.qid, m.item, m.judge, m.grade) for m in model),
-    )
 
 
 def _overlap_settings(collection: Collection) -> tuple[Any, ...]:

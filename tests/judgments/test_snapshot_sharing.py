@@ -1,8 +1,9 @@
 """Snapshots share the query blocks that did not change, and a freeze that renders only the
 changed queries gives exactly the hash a whole rendering gives.
 
-The oracle is ``live_canonical_lines``: the canonical form rendered whole from the live
-tables, the way every freeze worked before blocks. The changes are made straight in the
+The oracle is ``whole_form``: the canonical form rendered whole from the live tables
+through ``canonical_lines``, the way every freeze worked before blocks (kept here, in the
+tests, so that the code under test is not its own judge). The changes are made straight in the
 tables (ORM saves, deletes and raw SQL), not through the services, because the change
 triggers must see every writer.
 """
@@ -35,11 +36,11 @@ from judgments.models import (
     UnfrozenChange,
 )
 from judgments.selectors import snapshot_canonical_lines
+from judgments.selectors.assessments import live_assessments, unresolved_pairs
 from judgments.selectors.snapshots import rendered_canonical_lines
 from judgments.services import freeze_snapshot, snapshot_blocks
 from judgments.services.snapshot_blocks import TRIGGERS, triggers_in_place
-from judgments.services.snapshots import live_canonical_lines
-from judgments.snapshots import content_hash
+from judgments.snapshots import Overlap, canonical_lines, content_hash
 from tests.factories import make_collection, make_item, make_query, make_user
 
 KINDS = {
@@ -51,9 +52,45 @@ KINDS = {
 }
 
 
+def whole_form(collection: Collection) -> list[bytes]:
+    """The canonical form of the collection's live labels (no model label), rendered whole."""
+    judgments = Judgment.objects.filter(query__collection=collection).values_list(
+        "query__external_id", "item__external_id", "grade"
+    )
+    unjudged = (
+        ReviewTask.objects.filter(collection=collection)
+        .exclude(status=TaskStatus.DONE)
+        .values_list("query__external_id", "item__external_id")
+        .distinct()
+    )
+    overlap = None
+    if collection.has_overlap:
+        overlap = Overlap(
+            policy=collection.resolution_policy,
+            assessors_per_item=collection.assessors_per_item,
+            distance=collection.adjudicate_distance,
+            assessments=live_assessments(collection),
+            unresolved=unresolved_pairs(collection),
+        )
+    return list(
+        canonical_lines(
+            slug=collection.slug,
+            unit=collection.unit,
+            relevant_grade=collection.relevant_grade,
+            scale=collection.scale,
+            queries=Query.objects.filter(collection=collection).values_list(
+                "external_id", "status", "evidence__groups"
+            ),
+            judgments=judgments,
+            unjudged=unjudged,
+            overlap=overlap,
+        )
+    )
+
+
 def live_form(collection: Collection) -> tuple[str, dict[str, int]]:
     """The hash of the live labels rendered whole, and the lines per kind."""
-    lines = list(live_canonical_lines(Collection.objects.get(pk=collection.pk), []))
+    lines = whole_form(Collection.objects.get(pk=collection.pk))
     counts = dict.fromkeys(KINDS.values(), 0)
     for line in lines:
         kind = line[: line.index(b",")]
@@ -357,3 +394,18 @@ def test_a_new_scale_name_makes_a_version_of_shared_blocks_only(frozen):
     assert set(
         SnapshotMember.objects.filter(snapshot=v2).values_list("block_id", flat=True)
     ) == set(SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True))
+
+
+def test_the_blocks_a_version_holds_are_its_own(frozen):
+    collection, v1 = frozen
+    judgment = Judgment.objects.filter(query__external_id="q4").first()
+    judgment.grade = (judgment.grade + 1) % 4
+    judgment.save()
+    v2 = freeze_and_check(collection)
+
+    held = snapshot_blocks.held_blocks(v1.pk)
+
+    assert {b.pk for b in held.values()} == set(
+        SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True)
+    )
+    assert not SnapshotQuery.objects.filter(frozen_in=v2, pk__in=[b.pk for b in held.values()])
