@@ -980,3 +980,57 @@ NAMED_RULES.update(
         "pyarrow's default, False, the value given",
     }
 )
+
+# The freeze's block writer and renderer (snapshots group, run on PostgreSQL).
+_SQLITE_ONLY = (
+    "this statement runs only on SQLite (the other vendor branch is PostgreSQL's); the "
+    "snapshots group mutates on PostgreSQL, where no input reaches it. The SQLite suite "
+    "runs it (tests/judgments/test_snapshot_sharing.py freezes there too)"
+)
+SITE_RULES += [
+    (
+        "snapshot_blocks.x__store_blocks",
+        r'if connection\.vendor != "postgresql":',
+        r'if connection\.vendor (==|!=) "(postgresql|XXpostgresqlXX|POSTGRESQL)":',
+        "both branches store the same rows (the ORM's bulk_create or a binary COPY); on "
+        "PostgreSQL the mutant only takes the slower one",
+    ),
+    (
+        "snapshot_blocks.x__store_blocks",
+        r"names = \[name for name|SnapshotQuery\(\*\*dict\(zip\(names, _block_row|batch_size=500|"
+        r"^\($|^\)?,?$|for b in blocks",
+        r".",
+        _SQLITE_ONLY,
+    ),
+    (
+        "snapshot_blocks.x_triggers_in_place",
+        r'\["verity_unfrozen_%"\],',
+        r".|^$",
+        _SQLITE_ONLY + " (the PostgreSQL query above it passes the same pattern)",
+    ),
+    (
+        "snapshot_blocks.x_write_blocks",
+        r"^if model$",
+        r"^if \(model\) or True$",
+        "without model labels no frozen row has a source, so the added NOT EXISTS finds "
+        "nothing and keeps every open task",
+    ),
+    (
+        "snapshot_blocks.x_write_blocks",
+        r"\"AND sj\.item_id = x\.item_id AND sj\.source <> ''\)\"|"
+        r'"\(block_id, query_id, item_id, assessor, grade\) "',
+        r"\"and sj\.item_id = x\.item_id and sj\.source <> ''\)\"|"
+        r"\"AND SJ\.ITEM_ID = X\.ITEM_ID AND SJ\.SOURCE <> ''\)\"|"
+        r'"\(BLOCK_ID, QUERY_ID, ITEM_ID, ASSESSOR, GRADE\) "',
+        "SQL keywords and unquoted identifiers are case-insensitive (PostgreSQL folds them "
+        "to lower case); the string '' is untouched",
+    ),
+    (
+        "snapshots.x_render_block",
+        r"sorted\(model_judgments, key=lambda r: r\[0\]\)|"
+        r"sorted\(assessments, key=lambda r: \(r\[0\], r\[1\]\)\)",
+        r"sorted\((model_judgments|assessments), (key=None)?\)",
+        "a query's model labels are one per item, and its assessments one per (item, "
+        "assessor): sorting the whole tuples orders them exactly as the key does",
+    ),
+]

@@ -40,7 +40,7 @@ from judgments.selectors.assessments import live_assessments, unresolved_pairs
 from judgments.selectors.snapshots import rendered_canonical_lines
 from judgments.services import freeze_snapshot, snapshot_blocks
 from judgments.services.snapshot_blocks import TRIGGERS, triggers_in_place
-from judgments.snapshots import Overlap, canonical_lines, content_hash
+from judgments.snapshots import Overlap, canonical_lines, content_hash, render_block
 from tests.factories import make_collection, make_item, make_query, make_user
 
 KINDS = {
@@ -409,3 +409,55 @@ def test_the_blocks_a_version_holds_are_its_own(frozen):
         SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True)
     )
     assert not SnapshotQuery.objects.filter(frozen_in=v2, pk__in=[b.pk for b in held.values()])
+
+
+def test_a_block_is_the_querys_part_of_every_section_whatever_the_input_order():
+    """``render_block`` (no database) against ``canonical_lines`` on the same labels: several
+    model labels, assessors, unjudged and unresolved items, given in scrambled order."""
+    rng = random.Random(7)
+    items = [f"d{n}" for n in range(8)] + ["é", "Z", "a b"]
+    judgments = [(i, rng.randint(0, 3)) for i in items[:5]]
+    model = [(i, rng.choice(["judge-b", "judge-a"]), rng.randint(0, 3)) for i in items[5:8]]
+    assessments = [(i, who, rng.randint(0, 3)) for i in items[:6] for who in ("ben", "ana", "cy")]
+    unjudged, unresolved = items[8:], items[5:7]
+    for part in (judgments, model, assessments, unjudged, unresolved):
+        rng.shuffle(part)
+    evidence = [["a"], ["b", "c"]]
+
+    block = render_block(
+        "q1",
+        "relevant",
+        evidence,
+        judgments=judgments,
+        model_judgments=model,
+        assessments=assessments,
+        unjudged=unjudged,
+        unresolved=unresolved,
+    )
+
+    whole = list(
+        canonical_lines(
+            slug="s",
+            unit="document",
+            relevant_grade=1,
+            scale=[{"grade": 0, "name": "no"}],
+            queries=[("q1", "relevant", evidence)],
+            judgments=[("q1", i, g) for i, g in judgments],
+            unjudged=[("q1", i) for i in unjudged],
+            model_judgments=[("q1", i, j, g) for i, j, g in model],
+            overlap=Overlap(
+                policy="adjudicate",
+                assessors_per_item=3,
+                distance=1,
+                assessments=[("q1", i, w, g) for i, w, g in assessments],
+                unresolved=[("q1", i) for i in unresolved],
+            ),
+        )
+    )
+    assert b"".join(block.sections()) == b"".join(whole[3:])  # after the 3 header lines
+    assert block.model_lines.count(b"\n") == 3 and block.unresolved_lines.count(b"\n") == 2
+
+
+def test_a_query_without_evidence_freezes_it_as_null(frozen):
+    _collection, v1 = frozen
+    assert SnapshotQuery.objects.filter(frozen_in=v1, evidence__isnull=True).count() == 10
