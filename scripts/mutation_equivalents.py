@@ -998,7 +998,7 @@ SITE_RULES += [
     (
         "snapshot_blocks.x__store_blocks",
         r"names = \[name for name|SnapshotQuery\(\*\*dict\(zip\(names, _block_row|batch_size=500|"
-        r"^\($|^\)?,?$|for b in blocks",
+        r"^\($|^\)?,?$|^for b in blocks$",
         r".",
         _SQLITE_ONLY,
     ),
