@@ -75,6 +75,18 @@ class Overlap:
     unresolved: Iterable[tuple[str, str]]
 
 
+def resolution_of(settings: Any) -> tuple[str, int, int] | None:
+    """Line 2a's (POLICY, N, DISTANCE) of a collection or a snapshot (both name them
+    alike), or None for one assessor per item (form 1)."""
+    if not settings.has_overlap:
+        return None
+    return (
+        settings.resolution_policy,
+        settings.assessors_per_item,
+        settings.adjudicate_distance,
+    )
+
+
 def header_lines(
     *,
     slug: str,

@@ -112,8 +112,14 @@ SITE_RULES += [
     ),
     (
         "snapshot_blocks.x_render_blocks",
-        r'"WHERE \{where\}"|"x\.query_id IN \(\{marks\}\)"',
-        r'"where \{where\}"|"x\.query_id in \(\{marks\}\)"',
+        r'"WHERE \{where\}"',
+        r'"where \{where\}"',
+        "SQL keywords are case-insensitive",
+    ),
+    (
+        "snapshot_blocks.x__select",
+        r'f"x\.query_id IN \(\{marks\}\)"',
+        r'f"x\.query_id in \(\{marks\}\)"',
         "SQL keywords are case-insensitive",
     ),
     (

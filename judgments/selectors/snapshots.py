@@ -16,7 +16,14 @@ from ..models import (
     SnapshotQuery,
     SnapshotUnjudged,
 )
-from ..snapshots import SECTIONS, Overlap, canonical_lines, frozen_qid, header_lines
+from ..snapshots import (
+    SECTIONS,
+    Overlap,
+    canonical_lines,
+    frozen_qid,
+    header_lines,
+    resolution_of,
+)
 from .assessments import frozen_assessments, frozen_unresolved, one_assessor
 
 
@@ -91,11 +98,7 @@ def snapshot_canonical_lines(snapshot: Snapshot) -> Iterator[bytes]:
         unit=snapshot.unit,
         relevant_grade=snapshot.relevant_grade,
         scale=snapshot.scale,
-        resolution=(
-            (snapshot.resolution_policy, snapshot.assessors_per_item, snapshot.adjudicate_distance)
-            if snapshot.has_overlap
-            else None
-        ),
+        resolution=resolution_of(snapshot),
     )
     return _stored_lines(header, blocks)
 

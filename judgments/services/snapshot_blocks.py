@@ -118,17 +118,17 @@ def _chunks(ids: list[int]) -> Iterator[list[int]]:
         yield ids[start : start + _CHUNK]
 
 
-def _select(sql: str, where_all: str, where_some: str, collection: Collection, some: list[int]):
-    """Rows of ``sql`` (with a ``{where}`` slot) for the whole collection (``some`` empty)
-    or for the queries ``some``."""
+def _select(sql: str, collection: Collection, some: list[int]) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``sql`` (rows ``x`` joined to their query ``q``, with a ``{where}`` slot)
+    for the whole collection (``some`` empty) or for the queries ``some``."""
     with connection.cursor() as cursor:
         if not some:
-            cursor.execute(sql.format(where=where_all), [collection.pk])
+            cursor.execute(sql.format(where="q.collection_id = %s"), [collection.pk])
             yield from cursor.fetchall()
             return
         for chunk in _chunks(some):
             marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(sql.format(where=where_some.format(marks=marks)), chunk)
+            cursor.execute(sql.format(where=f"x.query_id IN ({marks})"), chunk)
             yield from cursor.fetchall()
 
 
@@ -162,13 +162,10 @@ def render_blocks(
         f"JOIN {t['Query']} q ON q.id = x.query_id JOIN {t['Item']} i ON i.id = x.item_id "
         "WHERE {where}"
     )
-    where_all, where_some = "q.collection_id = %s", "x.query_id IN ({marks})"
 
     judged: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for query_pk, item, grade in _select(
         f"SELECT x.query_id, i.external_id, x.grade FROM {t['Judgment']} x {scoped}",
-        where_all,
-        where_some,
         collection,
         some,
     ):
@@ -183,8 +180,6 @@ def render_blocks(
     for query_pk, item in _select(
         f"SELECT x.query_id, i.external_id FROM {t['ReviewTask']} x {scoped} "
         f"AND x.status <> '{TaskStatus.DONE.value}'",
-        where_all,
-        where_some,
         collection,
         some,
     ):
@@ -196,8 +191,6 @@ def render_blocks(
             f"SELECT x.query_id, i.external_id, COALESCE(u.{user.USERNAME_FIELD}, "
             f"x.assessor_name), x.grade FROM {t['Assessment']} x "
             f"LEFT JOIN {user._meta.db_table} u ON u.id = x.assessor_id {scoped}",
-            where_all,
-            where_some,
             collection,
             some,
         ):

@@ -6,7 +6,6 @@ The canonical form the hash is computed from lives in ``judgments/snapshots.py``
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from django.db import transaction
 
@@ -20,7 +19,7 @@ from ..models import (
     Snapshot,
     UnfrozenChange,
 )
-from ..snapshots import blocks_hash, header_lines
+from ..snapshots import blocks_hash, header_lines, resolution_of
 from ._common import User
 from .errors import VerityError
 from .snapshot_blocks import (
@@ -51,37 +50,13 @@ def model_labels_for(collection: Collection) -> list[ModelLabel]:
         raise VerityError(str(e.args[0]) if e.args else str(e)) from None
 
 
-def _overlap_settings(collection: Collection) -> tuple[Any, ...]:
-    if not collection.has_overlap:
-        return ("",)
-    return (
-        collection.resolution_policy,
-        collection.assessors_per_item,
-        collection.adjudicate_distance,
-    )
-
-
-def _frozen_overlap_settings(snapshot: Snapshot) -> tuple[Any, ...]:
-    if not snapshot.has_overlap:
-        return ("",)
-    return (snapshot.resolution_policy, snapshot.assessors_per_item, snapshot.adjudicate_distance)
-
-
 def _header(collection: Collection) -> list[bytes]:
     return header_lines(
         slug=collection.slug,
         unit=collection.unit,
         relevant_grade=collection.relevant_grade,
         scale=collection.scale,
-        resolution=(
-            (
-                collection.resolution_policy,
-                collection.assessors_per_item,
-                collection.adjudicate_distance,
-            )
-            if collection.has_overlap
-            else None
-        ),
+        resolution=resolution_of(collection),
     )
 
 
@@ -126,7 +101,7 @@ def freeze_snapshot(
         latest is None
         or bool(model)
         or bool(latest.model_labels)
-        or _overlap_settings(collection) != _frozen_overlap_settings(latest)
+        or resolution_of(collection) != resolution_of(latest)
         or not triggers_in_place()
     )
     todo = None if everything else {q for _, q in changes} | (live - held.keys())
