@@ -84,7 +84,7 @@ def evaluation_report(evaluation: Evaluation, *, per_query: bool = True) -> dict
         "engine_version": evaluation.engine_version,
         "fingerprint": evaluation.fingerprint,
         "counts": evaluation.counts,
-        "aggregates": evaluation.aggregates,
+        "aggregates": evaluation.aggregates_counted,
         "created_at": evaluation.created_at.isoformat(),
     }
     if per_query:

@@ -21,6 +21,16 @@ from ..services import JudgmentConflict
 # -- access ---------------------------------------------------------------------------------
 
 
+class RoleRequired(PermissionDenied):
+    """A refusal for want of a role: the 403 page names the role to ask a collection
+    admin for (``reviewer``, ``evaluator``, ``admin`` or ``adjudicator``) beside the
+    reason, and the role the user holds now."""
+
+    def __init__(self, reason: str, *, role: str) -> None:
+        super().__init__(reason)
+        self.role = role
+
+
 def wants_json(request: HttpRequest) -> bool:
     """The queue's script asks for JSON first; a browser's own navigation never does."""
     accept = request.headers.get("Accept", "")
@@ -52,6 +62,7 @@ def member_view(*, label: bool = False) -> Callable[..., Any]:
             if role is None:
                 raise Http404("No such collection, or you are not one of its members.")
             request.collection_role = role  # type: ignore[attr-defined]
+            request.collection = collection  # type: ignore[attr-defined]  # for the 403 page
             if label:
                 _require_labeler(request)
             return view(request, collection, *args, **kwargs)
@@ -64,7 +75,9 @@ def member_view(*, label: bool = False) -> Callable[..., Any]:
 def _require_labeler(request: HttpRequest) -> None:
     role = request.collection_role  # type: ignore[attr-defined]
     if not role_allows(role, Role.REVIEWER):
-        raise PermissionDenied("Labeling needs the reviewer role in this collection.")
+        raise RoleRequired(
+            "Labeling needs the reviewer role in this collection.", role=Role.REVIEWER
+        )
 
 
 # -- shared bits ----------------------------------------------------------------------------

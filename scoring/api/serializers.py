@@ -256,7 +256,13 @@ class EvaluationSummarySerializer(serializers.ModelSerializer):
     mapping = serializers.IntegerField(source="mapping.number", read_only=True, allow_null=True)
     params = ObjectField(read_only=True)
     counts = CountsSerializer(read_only=True)
-    aggregates = AggregatesField(read_only=True)
+    aggregates = AggregatesField(
+        source="aggregates_counted",
+        read_only=True,
+        help_text="Per measure: macro (and pooled for recall), n the queries averaged "
+        "over, and n_reason where that is not every scorable query (Evidence@k: only "
+        "queries with an evidence condition).",
+    )
 
     class Meta:
         model = Evaluation

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from judgments.models import Collection
+from judgments.models import Collection, Role
+from judgments.views.common import RoleRequired
 
 from .. import comparison, reports
 from ..models import Evaluation, Run, RunStage
@@ -94,7 +94,9 @@ def compare_score(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Score run b's stage as evaluation a was scored (a job), then show the comparison;
     when that evaluation exists already, show the comparison at once."""
     if not reports.may_score(request.user, collection):
-        raise PermissionDenied("Scoring stores an evaluation: it needs the evaluator role.")
+        raise RoleRequired(
+            "Scoring stores an evaluation: it needs the evaluator role.", role=Role.EVALUATOR
+        )
     try:
         a = evaluation_in(collection, int(request.POST.get("a", "")))
         run_name, _, stage_name = request.POST.get("stage", "").partition("/")

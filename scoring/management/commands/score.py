@@ -147,7 +147,14 @@ class Command(BaseCommand):
             w("status: undefined — no scorable query, so every aggregate is undefined (not 0)")
         w("aggregation: macro = mean over scorable queries; pooled = Σ hits / Σ |G| (recall)")
         w("")
-        w(f"{'measure':<14}{'macro':>20}{'pooled':>20}")
+        w(f"{'measure':<14}{'macro':>20}{'pooled':>20}{'n':>7}")
+        notes = []
         for name, agg in r["aggregates"].items():
             pooled = _value(agg["pooled"]) if "pooled" in agg else ""
-            w(f"{name:<14}{_value(agg.get('macro')):>20}{pooled:>20}")
+            n = agg.get("n", c["scorable"])
+            mark = " *" if agg.get("n_reason") else ""
+            w(f"{name:<14}{_value(agg.get('macro')):>20}{pooled:>20}{n:>7}{mark}")
+            if agg.get("n_reason"):
+                notes.append(f"* {name}: n = {n}, {agg['n_reason']}")
+        for note in notes:
+            w(note)
