@@ -11,6 +11,7 @@ from judgments.api.serializers import username_of
 from judgments.models import LabelingUnit
 from scoring.engine.params import UNJUDGED_POLICIES
 from scoring.models import DedupPolicy, Evaluation, OrderRule, Run, RunStage, UnitMapping
+from scoring.selectors import K_MAX
 from verity_limits import INT16_MAX, INT32_MAX, NOTE_MAX, STAGE_MAX
 
 ANY_VALUE: dict[str, Any] = {}  # an OpenAPI schema without a type: any JSON value
@@ -180,7 +181,7 @@ class EvaluationCreateInput(serializers.Serializer):
         help_text="The snapshot number to score against: always pinned.",
     )
     ks = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=1_000_000),
+        child=serializers.IntegerField(min_value=1, max_value=K_MAX),
         min_length=1,
         max_length=50,
         default=[5, 10],

@@ -23,7 +23,13 @@ from scoring import engine
 from scoring.engine.params import parse_ks
 from scoring.models import Run, RunStage, UnitMapping
 from scoring.reports import build_report, report_csv
-from scoring.selectors import evaluation_report, run_by_name, stage_of
+from scoring.selectors import (
+    ScoringInputError,
+    evaluation_report,
+    refuse_cli_parameters,
+    run_by_name,
+    stage_of,
+)
 from scoring.services import score_run_stage
 
 
@@ -83,6 +89,7 @@ class Command(BaseCommand):
                         f"'{collection.slug}' has no unit mapping v{options['mapping']}; "
                         + (f"it has {have}" if have else "import one with manage.py import_mapping")
                     )
+            refuse_cli_parameters(snapshot, ks=options["k"], rel_level=options["rel_level"])
             params = engine.EvalParams(
                 ks=options["k"],
                 measures=tuple(m.strip() for m in options["measures"].split(",") if m.strip())
@@ -107,6 +114,7 @@ class Command(BaseCommand):
             Run.DoesNotExist,
             RunStage.DoesNotExist,
             engine.EngineError,
+            ScoringInputError,
             VerityError,
         ) as exc:
             raise CommandError(str(exc)) from None
