@@ -26,6 +26,7 @@ from ..selectors import (
     status_change_plan,
 )
 from ..services import set_query_statuses
+from ..wording import counted
 from .common import _grades, _invalid, member_view
 
 QUERIES_PER_PAGE = 50
@@ -100,7 +101,7 @@ def bulk_status(request: HttpRequest, collection: Collection) -> HttpResponse:
     label = QueryStatus(plan.status).label
     messages.success(
         request,
-        f"{len(plan.change)} quer{'y' if len(plan.change) == 1 else 'ies'} set to '{label}'; "
+        f"{counted(len(plan.change), 'query')} set to '{label}'; "
         f"{len(plan.unchanged)} had it already; {len(plan.refused)} refused.",
     )
     for _, reason in plan.refused[:MAX_LISTED]:
