@@ -92,6 +92,7 @@ def run_import_result(report: Any) -> dict[str, Any]:
             "unknown_query_ids": report.unknown.n_queries,
             "unknown_query_lines_skipped": report.unknown.query_lines,
             "unknown_item_ids": report.unknown.item_ids,
+            "unknown_item_ids_beyond_depth": report.unknown.item_ids_beyond,
         },
     }
 

@@ -101,6 +101,11 @@ class RunImportSerializer(serializers.Serializer):
         source="unknown.item_ids",
         help_text="Pooled item ids the collection lacked, created as placeholder items.",
     )
+    unknown_item_ids_beyond_depth = serializers.IntegerField(
+        source="unknown.item_ids_beyond",
+        help_text="Item ids the collection lacks that the run ranks only below the pool "
+        "depth: kept in the run as ranked, unjudged.",
+    )
     unknown_ids = serializers.SerializerMethodField(
         help_text="In words: how many query and item ids were unknown, and what became of them."
     )

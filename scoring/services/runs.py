@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, connection, transaction
 
 from jobs.progress import Progress
-from judgments.models import Collection, Query
+from judgments.models import Collection, Item, Query
 from judgments.services import InvariantError, pool_items
 from verity_limits import SLUG_MAX
 
@@ -243,6 +243,13 @@ def import_run(
     )
     report.placeholders_created = report.unknown.item_ids = len(outcome.placeholders)
     report.unjudged_found, report.newly_queued = outcome.unjudged, outcome.queued
+    if writing.distinct is not None:
+        # Every stored id the collection still lacks after pooling: ids ranked only below
+        # the pool depth (within it they are placeholders now, or were refused).
+        known = list(
+            Item.objects.filter(collection=collection).values_list("external_id", flat=True)
+        )
+        report.unknown.item_ids_beyond = writing.distinct.missing_from(known)
     return report
 
 
@@ -264,6 +271,7 @@ class _Writing:
     depth: int
     progress: Progress
     pooled: list[tuple[Any, Any, Any, int]] = field(default_factory=list)
+    distinct: Any = None  # run_lists.DistinctIds: every stored item id, for the answer
 
     def after_reading(
         self, *, order: str, dedup: str, ignore: bool, fields: dict[str, Any], pieces: bool
@@ -376,8 +384,13 @@ class _Writing:
             raise _name_taken(self.collection, self.name) from None
 
     def _write(self, lists: _ListWriter, rankings: StageRankings, kept: Any, position: int) -> None:
+        if self.distinct is None:
+            from .run_lists import DistinctIds
+
+            self.distinct = DistinctIds()
         for batch in rankings.batches(kept, BATCH):
             lists.add(batch)
+            self.distinct.add(batch.ids)
             self.pooled.append((*batch.pooled(self.depth, self.query_pks), position))
 
 
