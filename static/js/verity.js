@@ -23,9 +23,31 @@
     }
     form.dataset.submitted = "true";
   });
+  // A form whose answer takes seconds (a comparison: bootstrap and randomization test)
+  // says so while the next page is computed, instead of looking stuck.
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    const text = form.dataset && form.dataset.busy;
+    if (!text || event.defaultPrevented) return;
+    let status = form.querySelector(".busy");
+    if (!status) {
+      status = document.createElement("p");
+      status.className = "busy";
+      status.setAttribute("role", "status");
+      form.appendChild(status);
+    }
+    status.textContent = text;
+    form.setAttribute("aria-busy", "true");
+    for (const button of form.querySelectorAll("button[type=submit], button:not([type])")) button.disabled = true;
+  });
   // Coming back with the Back button restores the page as it was: allow submitting again.
   window.addEventListener("pageshow", (event) => {
     if (!event.persisted) return;
     for (const form of document.querySelectorAll("form[data-submitted]")) delete form.dataset.submitted;
+    for (const form of document.querySelectorAll("form[aria-busy]")) {
+      form.removeAttribute("aria-busy");
+      for (const button of form.querySelectorAll("button:disabled")) button.disabled = false;
+      for (const status of form.querySelectorAll(".busy")) status.remove();
+    }
   });
 })();
