@@ -23,6 +23,7 @@ from . import formats
 from .models import Collection, Snapshot
 from .selectors import snapshot_canonical_lines, snapshot_of, snapshot_trec_lines
 from .services import ImportRefused, VerityError, freeze_snapshot, import_collection_data
+from .wording import counted
 
 # -- snapshot freeze ------------------------------------------------------------------------
 
@@ -54,7 +55,7 @@ def freeze_result(snapshot: Snapshot, created: bool) -> dict[str, Any]:
         }
     result = {
         "summary": f"Froze v{snapshot.number}: {snapshot.n_judgments} judgments, "
-        f"{snapshot.n_queries} queries, {snapshot.n_unjudged} unjudged markers "
+        f"{counted(snapshot.n_queries, 'query')}, {snapshot.unjudged_summary} "
         f"(sha256:{snapshot.content_hash[:12]}…)."
         + (f" Labels: {snapshot.label_sources}." if snapshot.model_labels else ""),
         "url": url,
@@ -190,7 +191,7 @@ def _export(job: Job, progress: JobProgress) -> dict[str, Any]:
     fmt = p.get("format", "trec")
     suffix = "jsonl" if fmt == "jsonl" else "qrels"
     name = f"{collection.slug}-v{snapshot.number}.{suffix}"
-    total = snapshot.n_judgments + (snapshot.n_unjudged if p.get("with_unjudged") else 0)
+    total = snapshot.n_judgments + (snapshot.unjudged_total if p.get("with_unjudged") else 0)
     progress.phase("writing the qrels", total if fmt == "trec" else None)
     with writing_output(job, name) as out:
         if fmt == "jsonl":
