@@ -118,7 +118,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
             ],
             # {{ n|counted:"query" }} on every page without a {% load %}: one plural rule.
-            "builtins": ["judgments.templatetags.wording"],
+            "builtins": ["judgments.templatetags.wording", "judgments.templatetags.fields"],
         },
     },
 ]

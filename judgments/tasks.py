@@ -54,7 +54,7 @@ def freeze_result(snapshot: Snapshot, created: bool) -> dict[str, Any]:
             "created": False,
         }
     result = {
-        "summary": f"Froze v{snapshot.number}: {snapshot.n_judgments} judgments, "
+        "summary": f"Froze v{snapshot.number}: {counted(snapshot.n_judgments, 'judgment')}, "
         f"{counted(snapshot.n_queries, 'query')}, {snapshot.unjudged_summary} "
         f"(sha256:{snapshot.content_hash[:12]}…)."
         + (f" Labels: {snapshot.label_sources}." if snapshot.model_labels else ""),
@@ -144,8 +144,9 @@ def _import_collection(job: Job, progress: JobProgress) -> None:
                     progress,
                     {
                         "summary": f"Imported {path.name} into {collection.slug}: "
-                        f"{report.items_created} items, {report.queries_created} queries, "
-                        f"{report.judgments_created} judgments created.",
+                        f"{counted(report.items_created, 'item')}, "
+                        f"{counted(report.queries_created, 'query')}, "
+                        f"{counted(report.judgments_created, 'judgment')} created.",
                         "url": reverse("judgments:collection", args=[collection.slug]),
                         "link_text": "Open the collection",
                         "api_url": reverse("judgments-api:collection", args=[collection.slug]),

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
+from ..extensions import run_names
 from ..forms import (
     SEARCH_MAX_LENGTH,
     EvidenceForm,
@@ -102,6 +103,7 @@ def _render_query(
     # assessors, who holds a slot is not shown (it would tell who else assesses it).
     waiting: list[dict[str, Any]] = []
     by_item: dict[int, dict[str, Any]] = {}
+    runs = run_names(collection.pk)
     for t in open_tasks_for_query(query):
         row = by_item.get(t.item_id)
         if row is None:
@@ -109,7 +111,7 @@ def _render_query(
                 "task": t,
                 "title_html": _marked(t.item.title, terms),
                 "text_html": _marked(t.item.text, terms),
-                "sources": _sources(t),
+                "sources": _sources(t, runs),
                 "open_slots": 0,
                 "claimed_by": None,
             }

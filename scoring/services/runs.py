@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from jobs.progress import Progress
 from judgments.models import Collection, Item, Query
 from judgments.services import InvariantError, pool_items
+from judgments.wording import counted
 from verity_limits import SLUG_MAX
 
 from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
@@ -124,7 +125,8 @@ class RunImportReport:
     def lines(self, collection: Collection) -> list[str]:
         """What was stored and pooled, one line per fact (the command and the job page)."""
         lines = [
-            f"stage {stage.name}: {stage.n_queries} queries, {stage.n_rows} rows, "
+            f"stage {stage.name}: {counted(stage.n_queries, 'query')}, "
+            f"{counted(stage.n_rows, 'row')}, "
             f"depth {stage.depth}"
             for stage in self.stages
         ]
