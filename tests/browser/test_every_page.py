@@ -48,6 +48,18 @@ NOT_PAGES = re.compile(
     r"-claim$|-judge$|-skip$|-undo$|-settle$|-decide$|-freeze$|bulk-status|-score$|"
     r"job-retry|judges:start|judges:policy|snapshot-diff-pick)"
 )
+#: The elements that stick out of the viewport, outside any scrolling region: what to fix.
+WIDEST = """() => {
+  const limit = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll("body *")) {
+    if (el.closest(".scroll, [role=region]") && !el.matches(".scroll, [role=region]")) continue;
+    const right = Math.round(el.getBoundingClientRect().right);
+    const name = `${el.tagName.toLowerCase()}.${[...el.classList].join(".")}#${el.id}`;
+    if (right > limit) out.push(`${name} ${right}`);
+  }
+  return out.slice(-4).join("; ");
+}"""
 WIDTHS = ({"width": 390, "height": 800}, {"width": 640, "height": 800, "scale": 2})
 
 
@@ -189,7 +201,8 @@ class Checker:
             "[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]"
         )
         if scroll > client:
-            self.note(where, f"scrolls sideways ({scroll} > {client} px)")
+            wide = page.evaluate(WIDEST)
+            self.note(where, f"scrolls sideways ({scroll} > {client} px): {wide}")
         if width == 390:
             result = self.axe.run(page)
             for v in result.response["violations"]:
