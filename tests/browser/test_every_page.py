@@ -60,6 +60,23 @@ WIDEST = """() => {
   }
   return out.slice(-4).join("; ");
 }"""
+#: Per role: (page, [(field, value)], submit button) that the server refuses.
+_EVIDENCE = (
+    "/c/demo-handbook/q/q001/",
+    [("#id_groups", "no-such-item")],
+    "text=Save evidence condition",
+)
+_SCORING = (
+    "/c/demo-handbook/evaluations/new/",
+    [("#id_ks", "0")],
+    "button:has-text('Score')",
+)
+_UPLOAD = (
+    "/c/demo-handbook/runs/",
+    [("#id_file", b"q001 Q0 d0001 1 1.0 t\n"), ("#id_name", "not a slug!")],
+    "text=Upload and import",
+)
+ERROR_STATES = {"reviewer": (_EVIDENCE,), "evaluator": (_SCORING, _UPLOAD), "admin": (_SCORING,)}
 WIDTHS = ({"width": 390, "height": 800}, {"width": 640, "height": 800, "scale": 2})
 
 
@@ -167,7 +184,9 @@ class Checker:
                 device_scale_factor=size.get("scale", 1),
             )
             context.set_default_timeout(TIMEOUT_MS * 2)
-            context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+            # A comparison computes its bootstraps in the request: seconds on an idle
+            # machine, far more on a loaded one.
+            context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS * 6)
             host = urlsplit(base_url).hostname
             context.add_cookies(
                 [{"name": "sessionid", "value": cookie, "domain": host, "path": "/"}]
@@ -276,6 +295,27 @@ def test_every_page_every_role_axe_clean_fits_390_px_and_links_only_to_what_open
                 if top:
                     c.note(queue, f"the keys dialog opens scrolled ({top} px from its top)")
                 c.check_state(page, "keys dialog")
+        # Refused submits: the error summary (or the error) gets the focus, and axe finds
+        # nothing wrong with the page that says so.
+        for url, fill, submit in ERROR_STATES.get(role, ()):
+            page = c.pages[390]
+            page.goto(url, wait_until="load")
+            for selector, value in fill:
+                if isinstance(value, bytes):  # a file input
+                    page.set_input_files(
+                        selector, {"name": "run.trec", "mimeType": "text/plain", "buffer": value}
+                    )
+                else:
+                    page.fill(selector, value)
+            with page.expect_navigation(wait_until="load"):
+                page.click(submit)
+            focused = page.evaluate(
+                "document.activeElement && (document.activeElement.id || "
+                "document.activeElement.className)"
+            )
+            if focused not in ("error-summary", "evidence-error"):
+                c.note(url, f"after a refused submit the focus is on {focused!r}")
+            c.check_state(page, "refused submit")
         for link, where in sorted(links.items()):
             status = c.client.get(link).status_code
             if status not in (200, 302):
