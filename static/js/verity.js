@@ -11,6 +11,11 @@
       target.setAttribute("tabindex", "-1");
     }
     target.focus();
+    // A page reached at a fragment (#evidence) is scrolled there after loading, which
+    // takes the focus back to the page: give it to the explanation again.
+    window.addEventListener("load", () => {
+      if (document.activeElement !== target) target.focus({ preventScroll: true });
+    });
   }
 
   // One submission per form and page load: a double click must not send an edit twice
