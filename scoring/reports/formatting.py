@@ -64,7 +64,7 @@ def fmt_value(measure: str, value: Any) -> str:
 def undefined_reason(measure: str, *, n: int, scorable: int) -> str:
     """Why an aggregate is undefined (never 0): no query to average over."""
     if scorable == 0:
-        return "no scorable query (see the query accounting)"
+        return "no scorable query: see the query accounting"
     if split_measure(measure)[0] == "Evidence" and n == 0:
         return "no scorable query has an evidence condition"
     return "no scorable query has a value for it"

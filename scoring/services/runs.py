@@ -131,9 +131,9 @@ class RunImportReport:
             for stage in self.stages
         ]
         lines.append(
-            f"pool depth {self.pool_depth}: {self.unjudged_found} unjudged items found, "
-            f"{self.newly_queued} new to the review queue, {self.placeholders_created} "
-            "placeholder items created"
+            f"pool depth {self.pool_depth}: {counted(self.unjudged_found, 'unjudged item')} "
+            f"found, {self.newly_queued} new to the review queue, "
+            f"{counted(self.placeholders_created, 'placeholder item')} created"
         )
         lines.append(f"unknown ids: {self.unknown.describe(collection, depth=self.pool_depth)}")
         missing = self.queries_not_in_collection

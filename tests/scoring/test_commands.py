@@ -39,7 +39,7 @@ def test_import_run_reports_stages_pool_and_progress(recall_v1, run_command) -> 
     assert "  stage default: 3 queries, 8 rows, depth 4\n" in out
     # Within pool depth 10, only (C, y) has no judgment.
     assert (
-        "  pool depth 10: 1 unjudged items found, 1 new to the review queue, "
+        "  pool depth 10: 1 unjudged item found, 1 new to the review queue, "
         "0 placeholder items created"
     ) in out
     # Off a terminal (here: a StringIO) there is no progress bar at all.
