@@ -167,6 +167,7 @@ def test_forms_describe_fields_by_ids_that_exist_and_summarise_errors(client, re
     assert set(after.described) <= after.ids
     assert any(i.endswith("_error1") for i in after.described)
     html = refused.content.decode()
+    assert "{#" not in html  # no template comment shown as text
     assert (
         'id="error-summary"' in html
         and "data-autofocus" in html.split('id="error-summary"')[1][:80]
