@@ -14,7 +14,6 @@ axe-core comes from the ``axe-playwright-python`` wheel (no CDN, no network).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import re
@@ -27,7 +26,6 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 from django.urls import get_resolver, reverse
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from judgments.models import Collection, Role
 from judgments.services import (
@@ -164,6 +162,17 @@ def demo(settings, job_dir) -> dict[str, Any]:
     }
 
 
+def settle(page: Any, condition: str, *, tries: int = 50) -> bool:
+    """Wait (up to 5 s) until ``condition`` holds on the page. Polled with ``evaluate``:
+    ``wait_for_function`` evaluates its predicate as a string, which the site's
+    Content-Security-Policy (no 'unsafe-eval') refuses."""
+    for _ in range(tries):
+        if page.evaluate(condition):
+            return True
+        page.wait_for_timeout(100)
+    return False
+
+
 class Checker:
     """One role's browser contexts (390 px, 640 px at scale 2, 1280 px) and what they found."""
 
@@ -226,7 +235,7 @@ class Checker:
             self.note(where, f"scrolls sideways ({scroll} > {client} px): {wide}")
         if width == 390:
             # Not while the queue's panel fetches the next task (it is dimmed meanwhile).
-            page.wait_for_function("!document.querySelector('[aria-busy=true]')")
+            settle(page, "() => !document.querySelector('[aria-busy=true]')")
             result = self.axe.run(page)
             for v in result.response["violations"]:
                 targets = "; ".join(" ".join(n["target"]) for n in v["nodes"][:3])
@@ -314,8 +323,7 @@ def test_every_page_every_role_axe_clean_fits_390_px_and_links_only_to_what_open
             with page.expect_navigation(wait_until="load"):
                 page.click(submit)
             # verity.js moves it as the page loads; a focus left on the body is reported below
-            with contextlib.suppress(PlaywrightTimeout):
-                page.wait_for_function("document.activeElement !== document.body", timeout=3000)
+            settle(page, "() => document.activeElement !== document.body")
             focused = page.evaluate(
                 "document.activeElement && (document.activeElement.id || "
                 "document.activeElement.className)"
