@@ -24,7 +24,7 @@ venv: $(VENV)/.stamp-dev
 # stops both (the trap also stops the worker when the server exits on its own).
 run: venv
 	$(PY) manage.py migrate --no-input
-	$(PY) manage.py load_demo
+	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py load_demo
 	@trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py jobs_worker & worker=$$!; \
 	$(PY) manage.py runserver $(HOST):$(PORT)

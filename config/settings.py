@@ -117,6 +117,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {{ n|counted:"query" }} on every page without a {% load %}: one plural rule.
+            "builtins": ["judgments.templatetags.wording", "judgments.templatetags.fields"],
         },
     },
 ]

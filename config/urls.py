@@ -48,5 +48,6 @@ urlpatterns = [
     path("", include("judges.urls")),
 ]
 
+handler403 = "judgments.api.errors.permission_denied"
 handler404 = "judgments.api.errors.page_not_found"
 handler500 = "judgments.api.errors.server_error"

@@ -4,13 +4,16 @@ or its error, and Retry for a failed one."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from .models import Job, JobState
+from .models import Job, JobKind, JobState
 from .selectors import job_status, jobs_visible_to, may_retry
 from .services import JobStateError, retry_job
 
@@ -42,8 +45,29 @@ def job_page(request: HttpRequest, pk: int) -> HttpResponse:
             "running": status["state"] in (JobState.QUEUED, JobState.RUNNING),
             "refresh": REFRESH_SECONDS,
             "may_retry": may_retry(request.user, job),
+            "back": back_to_form(job) if status["state"] == JobState.FAILED else None,
         },
     )
+
+
+#: Where each kind of job is started from a page: (URL name, anchor, link text).
+FORMS = {
+    JobKind.RUN_IMPORT: ("scoring:runs", "#upload-title", "Back to the upload form"),
+    JobKind.SCORING: ("scoring:evaluation-new", "", "Back to the scoring form"),
+    JobKind.SNAPSHOT_FREEZE: ("judgments:snapshots", "", "Back to the snapshots"),
+    JobKind.DIAGNOSIS: ("scoring:runs", "", "Back to the runs"),
+    JobKind.COMPARISON: ("scoring:compare", "", "Back to the comparison form"),
+    JobKind.JUDGING: ("judges:judges", "", "Back to the judges"),
+}
+
+
+def back_to_form(job: Any) -> dict[str, str] | None:
+    """The link from a failed job to the page whose form started it (in its collection)."""
+    where = FORMS.get(job.kind)
+    if where is None or not job.collection_id:
+        return None
+    name, anchor, text = where
+    return {"url": reverse(name, args=[job.collection.slug]) + anchor, "text": text}
 
 
 @require_POST

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from judgments.models import Collection, Role
 from judgments.selectors import may
 from judgments.services import InvariantError, update_collection_settings
-from judgments.views.common import member_view
+from judgments.views.common import RoleRequired, member_view
 
 from .models import BASELINE_NAME, JudgeConfig, Provider
 from .selectors import calibration_of, judge_named, judge_names, proposals_of
@@ -49,7 +48,9 @@ def judge_list(request: HttpRequest, collection: Collection) -> HttpResponse:
 def judge_policy(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Set the collection's ``model_labels`` policy (admin): '' or a judge's name."""
     if not may(request.user, collection, Role.ADMIN):
-        raise PermissionDenied("Changing the collection's settings needs the admin role.")
+        raise RoleRequired(
+            "Changing the collection's settings needs the admin role.", role=Role.ADMIN
+        )
     name = request.POST.get("model_labels", "").strip()
     try:
         update_collection_settings(collection=collection, model_labels=name)
@@ -106,7 +107,7 @@ def judge_edit(request: HttpRequest, collection: Collection, judge: str = "") ->
     """Add an OpenAI-compatible judge, or change one (collection admin). The API key is
     never entered here: only the name of the environment variable that holds it."""
     if not may(request.user, collection, Role.ADMIN):
-        raise PermissionDenied("Configuring judges needs the admin role.")
+        raise RoleRequired("Configuring judges needs the admin role.", role=Role.ADMIN)
     instance = None
     if judge:
         instance = JudgeConfig.objects.filter(collection=collection, name=judge).first()
@@ -133,7 +134,7 @@ def judge_edit(request: HttpRequest, collection: Collection, judge: str = "") ->
 def judge_start(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
     """Start a judging job over the pooled unjudged pairs (evaluator)."""
     if not may(request.user, collection, Role.EVALUATOR):
-        raise PermissionDenied("Starting a judge needs the evaluator role.")
+        raise RoleRequired("Starting a judge needs the evaluator role.", role=Role.EVALUATOR)
     config = _judge(collection, judge)
     limit = request.POST.get("limit", "").strip()
     job = start_proposals(

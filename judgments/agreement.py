@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
+from .wording import counted
+
 MIN_SHARED_UNITS = 5
 """Fewer shared units than this, and a figure is undefined: with four units one changed
 grade moves kappa by more than it can mean."""
@@ -32,8 +34,9 @@ Unit = tuple[str, str]
 Ratings = Mapping[Unit, Mapping[str, int]]
 
 
-def _too_few(n: int, what: str) -> str:
-    return f"{n} {what}; at least {MIN_SHARED_UNITS} are needed"
+def _too_few(n: int, noun: str, rest: str = "") -> str:
+    """ "3 shared units; at least 5 are needed" (``noun`` singular: one plural rule)."""
+    return f"{counted(n, noun)}{rest}; at least {MIN_SHARED_UNITS} are needed"
 
 
 def alpha(ratings: Ratings, *, grades: Sequence[int], level: str) -> tuple[float | None, str]:
@@ -41,7 +44,7 @@ def alpha(ratings: Ratings, *, grades: Sequence[int], level: str) -> tuple[float
     units of ``ratings``; (value, "") or (None, reason)."""
     pairable = [u for u, by in ratings.items() if len(by) >= 2]
     if len(pairable) < MIN_SHARED_UNITS:
-        return None, _too_few(len(pairable), "units graded by two or more assessors")
+        return None, _too_few(len(pairable), "unit", " graded by two or more assessors")
     values = {g for u in pairable for g in ratings[u].values()}
     if len(values) < 2:
         return None, f"every assessment of the shared units is grade {values.pop()}: 0/0"
@@ -74,7 +77,7 @@ def pair_figures(a: Sequence[int], b: Sequence[int], *, grades: Sequence[int]) -
     n = len(a)
     out: dict[str, Any] = {"n": n, "kappa": None, "kappa_quadratic": None, "agreement": None}
     if n < MIN_SHARED_UNITS:
-        out["undefined"] = _too_few(n, "shared units")
+        out["undefined"] = _too_few(n, "shared unit")
         return out
     from sklearn.metrics import cohen_kappa_score
 

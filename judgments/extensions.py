@@ -85,3 +85,18 @@ def register_qrels_scorer(scorer: QrelsScorer) -> None:
 
 def qrels_scorer() -> QrelsScorer | None:
     return _qrels_scorer[0] if _qrels_scorer else None
+
+
+#: The names of a collection's stored runs (the scoring app): a review task's source
+#: "run bm25" names a run only when one by that name is stored.
+RunNames = Callable[[int], set[str]]
+_run_names: list[RunNames] = []
+
+
+def register_run_names(source: RunNames) -> None:
+    _run_names[:] = [source]
+
+
+def run_names(collection_id: int) -> set[str] | None:
+    """The collection's run names, or ``None`` when no app stores runs."""
+    return _run_names[0](collection_id) if _run_names else None

@@ -28,6 +28,17 @@ class QueueJudgeForm(forms.Form):
     grade = forms.IntegerField(min_value=0, max_value=INT16_MAX)
     note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
     expected_version = forms.IntegerField(required=False, min_value=1, max_value=INT32_MAX)
+    # several assessors per item: the reviewer's own assessment being changed (after ``u``)
+    assessment = forms.IntegerField(required=False, min_value=1, max_value=INT32_MAX)
+
+
+class OwnAssessmentForm(forms.Form):
+    """A change of one's own assessment on the query page (several assessors per item)."""
+
+    assessment = forms.IntegerField(min_value=1, max_value=INT32_MAX)
+    grade = forms.IntegerField(min_value=0, max_value=INT16_MAX)
+    note = forms.CharField(required=False, max_length=NOTE_MAX_LENGTH, strip=True)
+    expected_version = forms.IntegerField(min_value=1, max_value=INT32_MAX)
 
 
 class QueueTaskForm(forms.Form):

@@ -23,6 +23,7 @@ from . import formats
 from .models import Collection, Snapshot
 from .selectors import snapshot_canonical_lines, snapshot_of, snapshot_trec_lines
 from .services import ImportRefused, VerityError, freeze_snapshot, import_collection_data
+from .wording import counted
 
 # -- snapshot freeze ------------------------------------------------------------------------
 
@@ -53,8 +54,8 @@ def freeze_result(snapshot: Snapshot, created: bool) -> dict[str, Any]:
             "created": False,
         }
     result = {
-        "summary": f"Froze v{snapshot.number}: {snapshot.n_judgments} judgments, "
-        f"{snapshot.n_queries} queries, {snapshot.n_unjudged} unjudged markers "
+        "summary": f"Froze v{snapshot.number}: {counted(snapshot.n_judgments, 'judgment')}, "
+        f"{counted(snapshot.n_queries, 'query')}, {snapshot.unjudged_summary} "
         f"(sha256:{snapshot.content_hash[:12]}…)."
         + (f" Labels: {snapshot.label_sources}." if snapshot.model_labels else ""),
         "url": url,
@@ -143,8 +144,9 @@ def _import_collection(job: Job, progress: JobProgress) -> None:
                     progress,
                     {
                         "summary": f"Imported {path.name} into {collection.slug}: "
-                        f"{report.items_created} items, {report.queries_created} queries, "
-                        f"{report.judgments_created} judgments created.",
+                        f"{counted(report.items_created, 'item')}, "
+                        f"{counted(report.queries_created, 'query')}, "
+                        f"{counted(report.judgments_created, 'judgment')} created.",
                         "url": reverse("judgments:collection", args=[collection.slug]),
                         "link_text": "Open the collection",
                         "api_url": reverse("judgments-api:collection", args=[collection.slug]),
@@ -190,7 +192,7 @@ def _export(job: Job, progress: JobProgress) -> dict[str, Any]:
     fmt = p.get("format", "trec")
     suffix = "jsonl" if fmt == "jsonl" else "qrels"
     name = f"{collection.slug}-v{snapshot.number}.{suffix}"
-    total = snapshot.n_judgments + (snapshot.n_unjudged if p.get("with_unjudged") else 0)
+    total = snapshot.n_judgments + (snapshot.unjudged_total if p.get("with_unjudged") else 0)
     progress.phase("writing the qrels", total if fmt == "trec" else None)
     with writing_output(job, name) as out:
         if fmt == "jsonl":

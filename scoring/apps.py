@@ -18,6 +18,13 @@ class ScoringConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from judgments.extensions import register_qrels_scorer
+        from judgments.extensions import register_qrels_scorer, register_run_names
 
         register_qrels_scorer(_runs_under_qrels)
+        register_run_names(_run_names)
+
+
+def _run_names(collection_id: int) -> set[str]:
+    from .models import Run
+
+    return set(Run.objects.filter(collection_id=collection_id).values_list("name", flat=True))

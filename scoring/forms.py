@@ -22,7 +22,9 @@ class RunUploadForm(RunImportOptions):
         '(.jsonl: {"query": …, "stages": {"candidates": […], …}} per line).',
     )
     name = forms.SlugField(
-        max_length=100, help_text="Short and unique in the collection, e.g. bm25-2024-06."
+        max_length=100,
+        help_text="1 to 100 letters, digits, '-' or '_' (no spaces or dots), unique in the "
+        "collection, e.g. bm25-2024-06.",
     )
     description = forms.CharField(required=False, max_length=NOTE_MAX)
     order = forms.ChoiceField(

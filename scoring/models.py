@@ -6,11 +6,14 @@ here, and on PostgreSQL triggers (migration 0002) refuse them from raw SQL as we
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from judgments.models import Collection, FrozenModel, Snapshot
+from judgments.wording import counted
 from verity_limits import ID_MAX, STAGE_MAX
 
 
@@ -164,6 +167,38 @@ class Evaluation(FrozenModel):
 
     def __str__(self) -> str:
         return f"evaluation {self.pk}: {self.stage} vs {self.snapshot}"
+
+    @property
+    def aggregates_counted(self) -> dict[str, dict[str, Any]]:
+        """``aggregates`` with each measure's denominator: ``n``, the queries it averages
+        over, and ``n_reason`` where that is not every scorable query."""
+        return with_denominators(self.aggregates, self.counts)
+
+
+def with_denominators(
+    aggregates: dict[str, dict[str, Any]], counts: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Each aggregate with ``n``, the number of queries it averages over (macro), and, when
+    that set is not the header's (every scorable query), ``n_reason`` saying which it is.
+
+    Evidence@k averages over the scorable queries that have an evidence condition only
+    (``counts["with_evidence"]``); every other measure over every scorable query.
+    """
+    scorable = int(counts.get("scorable", 0))
+    with_evidence = int(counts.get("with_evidence", 0))
+    out: dict[str, dict[str, Any]] = {}
+    for measure, agg in aggregates.items():
+        entry = {**agg, "n": scorable}
+        if measure.split("@", 1)[0] == "Evidence" and with_evidence != scorable:
+            entry["n"] = with_evidence
+            others = scorable - with_evidence
+            entry["n_reason"] = (
+                f"only the {counted(with_evidence, 'scorable query')} with an evidence "
+                f"condition; the other {others} {'has' if others == 1 else 'have'} none, so "
+                "evidence is undefined for them"
+            )
+        out[measure] = entry
+    return out
 
 
 class EvaluationQuery(FrozenModel):

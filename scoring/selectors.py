@@ -84,7 +84,7 @@ def evaluation_report(evaluation: Evaluation, *, per_query: bool = True) -> dict
         "engine_version": evaluation.engine_version,
         "fingerprint": evaluation.fingerprint,
         "counts": evaluation.counts,
-        "aggregates": evaluation.aggregates,
+        "aggregates": evaluation.aggregates_counted,
         "created_at": evaluation.created_at.isoformat(),
     }
     if per_query:
@@ -203,6 +203,48 @@ class ScoringInputs:
     params: engine.EvalParams
 
 
+#: The largest cutoff any path accepts (form, API, ``score``, ``compare_runs``): far above
+#: any stored ranked list, far below what only a typo gives (10^11).
+K_MAX = 1_000_000
+
+
+def parameter_problems(
+    snapshot: Snapshot, *, ks: Sequence[int], rel_level: int | None
+) -> dict[str, str]:
+    """Parameters that cannot mean anything for this snapshot, by field, each with its
+    valid range: a relevance threshold outside the snapshot's scale (nothing could be
+    relevant), a cutoff below 1 or above ``K_MAX``."""
+    problems: dict[str, str] = {}
+    grades = sorted(int(g["grade"]) for g in snapshot.scale)
+    top = grades[-1] if grades else 1
+    if rel_level is not None and not 1 <= rel_level <= top:
+        names = ", ".join(f"{g['grade']} {g['name']}" for g in snapshot.scale)
+        problems["rel_level"] = (
+            f"relevance threshold {rel_level} is outside snapshot v{snapshot.number}'s scale "
+            f"({names}): give a grade from 1 to {top}, or none for the snapshot's own "
+            f"({snapshot.relevant_grade})"
+        )
+    wrong = [k for k in ks if not 1 <= k <= K_MAX]
+    if wrong:
+        problems["ks"] = (
+            f"cutoff {wrong[0]:,} is out of range: each k must be a whole number from 1 to "
+            f"{K_MAX:,}"
+        )
+    return problems
+
+
+def refuse_cli_parameters(snapshot: Snapshot, *, ks: Sequence[int], rel_level: int | None) -> None:
+    """``parameter_problems`` for a command: ``ScoringInputError`` naming its options."""
+    problems = parameter_problems(snapshot, ks=ks, rel_level=rel_level)
+    if problems:
+        raise ScoringInputError(
+            {
+                field: f"{'--rel-level' if field == 'rel_level' else '--k'}: {message}"
+                for field, message in problems.items()
+            }
+        )
+
+
 class ScoringInputError(Exception):
     """The request names something the collection lacks, or parameters the engine
     refuses; ``problems`` maps each field to what is wrong (``None``: the request)."""
@@ -245,15 +287,18 @@ def scoring_inputs(
             problems["mapping"] = f"collection '{collection.slug}' has no unit mapping v{mapping}"
     params = None
     if found_snapshot is not None:
+        bounds = parameter_problems(found_snapshot, ks=ks, rel_level=rel_level)
+        problems.update(bounds)
         try:
             params = engine.EvalParams(
                 ks=tuple(ks),
                 measures=tuple(measures) if measures else None,
-                rel_level=rel_level or found_snapshot.relevant_grade,
+                rel_level=found_snapshot.relevant_grade if rel_level is None else rel_level,
                 unjudged=unjudged,
             )
         except engine.EngineError as exc:
-            problems[None] = str(exc)
+            if not bounds:
+                problems[None] = str(exc)
     if problems:
         raise ScoringInputError(problems)
     assert found_run and found_stage and found_snapshot and params

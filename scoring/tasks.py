@@ -22,6 +22,7 @@ from jobs.runner import complete, run_job
 from jobs.services import JobFailed, create_job
 from judgments.models import Collection, Snapshot
 from judgments.services import VerityError
+from judgments.wording import counted
 
 from . import engine
 from .models import Evaluation, Run, RunStage, UnitMapping
@@ -50,8 +51,10 @@ def start_run_import(
     pool_depth: int | None = None,
     ignore_unknown_queries: bool = False,
     by: Any = None,
+    via: str = "api",
 ) -> Job:
-    """Queue the import of an uploaded run file (kept as the job's input)."""
+    """Queue the import of an uploaded run file (kept as the job's input). ``via``:
+    ``"form"`` when the upload form started it, whose labels a refusal then names."""
     return create_job(
         kind=JobKind.RUN_IMPORT,
         task=import_run_task,
@@ -65,6 +68,7 @@ def start_run_import(
             "dedup": dedup,
             "pool_depth": pool_depth,
             "ignore_unknown_queries": ignore_unknown_queries,
+            "via": via,
         },
         input_file=upload,
         input_name=filename,
@@ -76,9 +80,9 @@ def run_import_result(report: Any) -> dict[str, Any]:
     slug = run.collection.slug
     stages = len(report.stages)
     return {
-        "summary": f"Imported run '{run.name}': {stages} stage{'s' if stages != 1 else ''}, "
-        f"{sum(s.n_rows for s in report.stages)} lines. Pooled: {report.newly_queued} new "
-        "review tasks.",
+        "summary": f"Imported run '{run.name}': {counted(stages, 'stage')}, "
+        f"{counted(sum(s.n_rows for s in report.stages), 'line')}. Pooled: "
+        f"{counted(report.newly_queued, 'new review task')}.",
         "details": report.lines(run.collection),
         "url": reverse("scoring:runs", args=[slug]) + f"#run-{run.name}",
         "link_text": "Open the runs",
@@ -92,6 +96,7 @@ def run_import_result(report: Any) -> dict[str, Any]:
             "unknown_query_ids": report.unknown.n_queries,
             "unknown_query_lines_skipped": report.unknown.query_lines,
             "unknown_item_ids": report.unknown.item_ids,
+            "unknown_item_ids_beyond_depth": report.unknown.item_ids_beyond,
         },
     }
 
@@ -116,7 +121,7 @@ def _import_run(job: Job, progress: JobProgress) -> None:
                 )
                 complete(job, progress, run_import_result(report))
         except RunImportError as exc:
-            detail, errors = exc.as_client_sees_it(path)
+            detail, errors = exc.as_client_sees_it(path, via=p.get("via", "api"))
             raise JobFailed(detail, errors) from None
         except VerityError as exc:
             raise JobFailed(str(exc)) from None

@@ -27,6 +27,7 @@ from django.core.exceptions import (
 )
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
@@ -182,10 +183,39 @@ def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonRespon
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """Django's 404 page, or the API's JSON error under /api/."""
+    """The site's 404 page (templates/404.html), or the API's JSON error under /api/."""
     if _is_api(request):
         return api_not_found(request)
-    return defaults.page_not_found(request, exception)
+    # A view's Http404 says what is missing; the resolver's (no URL matched) carries a
+    # dict, which is no message for a person.
+    message = exception.args[0] if exception.args and isinstance(exception.args[0], str) else ""
+    return render(request, "404.html", {"reason": message}, status=404)
+
+
+#: What each role lets a member do, for the 403 page's "ask for" line.
+ROLE_GRANTS = {
+    "reviewer": "label items and claim review tasks",
+    "evaluator": "also upload runs, freeze snapshots, score runs and export qrels",
+    "admin": "also manage members, judges and the collection's settings",
+    "adjudicator": "decide pairs whose assessors disagree (admins always may)",
+}
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The site's 403 page: the reason the view gave, the role to ask a collection admin
+    for (``RoleRequired.role``) and the role held now; JSON under /api/."""
+    reason = str(exception) or "You may not open this page."
+    if _is_api(request):
+        return JsonResponse({"detail": reason, "errors": []}, status=403)
+    role = getattr(exception, "role", None)
+    context = {
+        "reason": reason,
+        "role_needed": role,
+        "role_grants": ROLE_GRANTS.get(role or "", ""),
+        "your_role": getattr(request, "collection_role", None),
+        "collection": getattr(request, "collection", None),
+    }
+    return render(request, "403.html", context, status=403)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
@@ -199,4 +229,6 @@ def server_error(request: HttpRequest) -> HttpResponse:
             },
             status=500,
         )
+    # templates/500.html, rendered without a request context: it reads no database (the
+    # error may be the database), so its header shows no user and no collection.
     return defaults.server_error(request)

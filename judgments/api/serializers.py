@@ -15,6 +15,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from judgments.models import (
+    AdjudicationStatus,
+    AdjudicationTask,
     Collection,
     Item,
     Judgment,
@@ -46,6 +48,24 @@ def username_of(user: Any) -> str | None:
 # -- collections and members ----------------------------------------------------------------
 
 
+class KnownFieldsOnly(serializers.Serializer):
+    """An input that refuses fields it does not know (400 naming each one and the fields it
+    takes), instead of ignoring them: a client that sends ``"can_adjudicate"`` or a typo
+    must not believe it changed something."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = self.initial_data if isinstance(self.initial_data, dict) else {}
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {
+                    name: f"unknown field; this request takes {', '.join(self.fields)}"
+                    for name in unknown
+                }
+            )
+        return super().validate(attrs)
+
+
 class CollectionSerializer(serializers.ModelSerializer):
     scale = ScaleEntrySerializer(many=True, read_only=True)
     role = serializers.SerializerMethodField(help_text="Your role in this collection.")
@@ -53,6 +73,9 @@ class CollectionSerializer(serializers.ModelSerializer):
     n_unreviewed = serializers.IntegerField(read_only=True)
     n_relevant = serializers.IntegerField(read_only=True)
     n_no_answer = serializers.IntegerField(read_only=True)
+    n_unresolved = serializers.SerializerMethodField(
+        help_text="Pairs assessed by every assessor that await an adjudicator now."
+    )
 
     class Meta:
         model = Collection
@@ -66,6 +89,10 @@ class CollectionSerializer(serializers.ModelSerializer):
             "guidelines",
             "pool_depth",
             "holds_whole_corpus",
+            "assessors_per_item",
+            "resolution_policy",
+            "adjudicate_distance",
+            "n_unresolved",
             "model_labels",
             "created_at",
             "role",
@@ -75,6 +102,11 @@ class CollectionSerializer(serializers.ModelSerializer):
             "n_no_answer",
         ]
         read_only_fields = fields
+
+    def get_n_unresolved(self, obj: Collection) -> int:
+        return AdjudicationTask.objects.filter(
+            collection=obj, status=AdjudicationStatus.OPEN
+        ).count()
 
     @extend_schema_field(serializers.ChoiceField(choices=Role.choices))
     def get_role(self, obj: Collection) -> str | None:
@@ -142,15 +174,26 @@ class MemberSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Membership
-        fields = ["username", "role", "created_at"]
+        fields = ["username", "role", "can_adjudicate", "created_at"]
         read_only_fields = fields
 
 
-class MemberRoleInput(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+class MemberRoleInput(KnownFieldsOnly):
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    can_adjudicate = serializers.BooleanField(
+        required=False,
+        help_text="May decide the pairs whose assessors disagree (admins always may).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        if not attrs:
+            raise serializers.ValidationError("send a role, can_adjudicate, or both")
+        return attrs
 
 
 class MemberCreateInput(MemberRoleInput):
+    role = serializers.ChoiceField(choices=Role.choices)
     username = serializers.CharField(max_length=150)
 
     def validate_username(self, value: str) -> Any:
@@ -191,7 +234,7 @@ class QuerySerializer(serializers.ModelSerializer):
         return condition.groups if condition is not None else None
 
 
-class QueryStatusInput(serializers.Serializer):
+class QueryStatusInput(KnownFieldsOnly):
     status = serializers.ChoiceField(choices=QueryStatus.choices)
 
 
@@ -291,11 +334,12 @@ class JudgmentCreateInput(serializers.Serializer):
         return found
 
 
-class JudgmentUpdateInput(serializers.Serializer):
+class JudgmentUpdateInput(KnownFieldsOnly):
     grade = GradeField(required=False)
     note = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
         if not attrs:
             raise serializers.ValidationError("send a grade, a note, or both")
         return attrs
@@ -376,6 +420,12 @@ class SnapshotSerializer(serializers.ModelSerializer):
     n_human_labels = serializers.IntegerField(
         read_only=True, help_text="n_judgments minus the model labels."
     )
+    n_unjudged = serializers.IntegerField(
+        source="unjudged_total",
+        read_only=True,
+        help_text="Pairs the snapshot leaves unjudged: unjudged markers, and pairs awaiting "
+        "adjudication (n_unresolved of them).",
+    )
 
     class Meta:
         model = Snapshot
@@ -392,6 +442,10 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "n_human_labels",
             "model_labels",
             "n_unjudged",
+            "n_unresolved",
+            "assessors_per_item",
+            "resolution_policy",
+            "adjudicate_distance",
             "created_by",
             "created_at",
         ]

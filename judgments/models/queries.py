@@ -13,6 +13,7 @@ from django.db.models.expressions import RawSQL
 
 from verity_limits import ID_MAX, URL_MAX
 
+from ..wording import counted
 from .collections import Collection
 
 
@@ -52,12 +53,35 @@ class StatusPlan:
     refused: list[tuple[str, str]] = field(default_factory=list)
 
 
-def plan_status_change(rows: Iterable[tuple[str, str, int]], status: str) -> StatusPlan:
-    """The plan for ``(query id, current status, relevant judgments)`` rows, by
-    ``status_refusal``: the preview and the bulk change share it."""
+def bulk_no_answer_refusal(*, query_id: str, judged: int, open_tasks: int) -> str:
+    """Why the bulk action may not mark a query "confirmed no answer", or ``""``: a
+    claim about the whole corpus is not made for many queries at once while one of them
+    has items still queued for review, or nothing judged at all. One query at a time, on
+    its page (after searching the collection), it still can be."""
+    if open_tasks:
+        return (
+            f"query '{query_id}' still has {counted(open_tasks, 'item')} queued for review; "
+            "judge them first, or confirm it on its own query page"
+        )
+    if judged == 0:
+        return (
+            f"query '{query_id}' has nothing judged yet; confirm it has no answer on its "
+            "own query page, after searching the collection"
+        )
+    return ""
+
+
+def plan_status_change(rows: Iterable[tuple[str, str, int, int, int]], status: str) -> StatusPlan:
+    """The plan for ``(query id, current status, relevant judgments, judgments, open
+    review tasks)`` rows, by ``status_refusal`` and, for "confirmed no answer",
+    ``bulk_no_answer_refusal``: the preview and the bulk change share it."""
     plan = StatusPlan(status=status)
-    for query_id, current, relevant_count in rows:
+    for query_id, current, relevant_count, judged, open_tasks in rows:
         refusal = status_refusal(query_id=query_id, status=status, relevant_count=relevant_count)
+        if not refusal and status == QueryStatus.NO_ANSWER and current != status:
+            refusal = bulk_no_answer_refusal(
+                query_id=query_id, judged=judged, open_tasks=open_tasks
+            )
         if refusal:
             plan.refused.append((query_id, refusal))
         elif current == status:

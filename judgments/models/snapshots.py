@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from ..wording import counted
 from .collections import Collection, LabelingUnit
 from .immutable import FrozenModel, ImmutableQuerySet
 from .queries import Item, Query, QueryStatus
@@ -58,6 +59,21 @@ class Snapshot(FrozenModel):
 
     def __str__(self) -> str:
         return f"{self.collection_id} v{self.number} ({self.content_hash[:12]})"
+
+    @property
+    def unjudged_total(self) -> int:
+        """Pairs this snapshot leaves unjudged: the unjudged markers and the pairs awaiting
+        adjudication (form 2's ``unresolved`` lines, stored apart as ``n_unresolved``).
+        Every count shown to people and the API's ``n_unjudged`` is this one."""
+        return self.n_unjudged + self.n_unresolved
+
+    @property
+    def unjudged_summary(self) -> str:
+        """ "12 unjudged markers", "… (3 of them awaiting adjudication)"."""
+        text = counted(self.unjudged_total, "unjudged marker")
+        if self.n_unresolved:
+            text += f" ({self.n_unresolved} of them awaiting adjudication)"
+        return text
 
     @property
     def has_overlap(self) -> bool:

@@ -39,9 +39,11 @@ from .review import (
     open_count_shown,
     open_tasks_for_query,
     open_tasks_of,
+    own_assessments,
     query_progress,
     queue_progress,
     task_for_review,
+    why_not_yours,
 )
 from .reviewers import labels_per_hour, reviewer_stats
 from .search import SearchHit, search_items
@@ -95,6 +97,7 @@ __all__ = [
     "open_count_shown",
     "open_tasks_for_query",
     "open_tasks_of",
+    "own_assessments",
     "queries_of",
     "queries_with_progress",
     "query_in",
@@ -111,4 +114,5 @@ __all__ = [
     "task_for_review",
     "unjudged_items_for",
     "unresolved_pairs",
+    "why_not_yours",
 ]

@@ -92,7 +92,7 @@ def status_change_plan(
     service applies)."""
     rows = (
         queries_with_progress(collection, status=among, tag=tag)
-        .values_list("external_id", "status", "n_relevant")
+        .values_list("external_id", "status", "n_relevant", "n_judged", "n_open")
         .order_by("external_id")
     )
     return plan_status_change(rows, status)

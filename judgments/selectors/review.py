@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from ..models import (
+    Assessment,
     Collection,
     EvidenceCondition,
     Judgment,
@@ -157,6 +158,38 @@ def open_count_shown(n_open: int, *, cap: int | None) -> str:
     return str(n_open)
 
 
+@dataclass(frozen=True)
+class NotYours:
+    """Why open tasks are not offered to one reviewer: skipped by them, held by someone
+    else now, or other slots of pairs they assessed (several assessors per item)."""
+
+    skipped: int
+    held: int
+    assessed: int
+
+
+def why_not_yours(reviewer: Any, collection: Collection) -> NotYours:
+    """The end of one reviewer's queue: the open tasks left, by why they are not theirs.
+    A task counts once, under the first reason that applies (skipped, held, assessed)."""
+    open_tasks = ReviewTask.objects.filter(collection=collection, status__in=OPEN_TASK_STATUSES)
+    skipped = open_tasks.filter(skips__reviewer=reviewer)
+    held = open_tasks.filter(
+        status=TaskStatus.CLAIMED, lease_expires_at__gt=timezone.now()
+    ).exclude(claimed_by=reviewer)
+    assessed = open_tasks.none()
+    if collection.has_overlap:
+        mine = Assessment.objects.filter(
+            query=OuterRef("query"), item=OuterRef("item"), assessor=reviewer
+        )
+        assessed = open_tasks.filter(Exists(mine))
+    n_skipped = skipped.count()
+    n_held = held.exclude(pk__in=skipped.values("pk")).count()
+    n_assessed = (
+        assessed.exclude(pk__in=skipped.values("pk")).exclude(pk__in=held.values("pk")).count()
+    )
+    return NotYours(skipped=n_skipped, held=n_held, assessed=n_assessed)
+
+
 def held_task_for(
     reviewer: Any,
     collection: Collection,
@@ -195,10 +228,23 @@ def task_for_review(collection: Collection, task_id: int, *, sources: bool = Tru
 
 
 def judgments_for_query(query: Query) -> QuerySet[Judgment]:
-    """The query's current judgments with item and reviewer, by item id."""
+    """The query's current judgments with item and reviewer, by item id, each with
+    ``last_source``: how its latest change was made (``ChangeSource``: by a person in the
+    browser or the API, an import, the resolution policy, an adjudicator…)."""
+    latest = JudgmentChange.objects.filter(query=OuterRef("query"), item=OuterRef("item"))
     return (
         Judgment.objects.filter(query=query)
         .select_related("item", "reviewer")
+        .annotate(last_source=Subquery(latest.order_by("-pk").values("source")[:1]))
+        .order_by("item__external_id")
+    )
+
+
+def own_assessments(query: Query, assessor: Any) -> QuerySet[Assessment]:
+    """``assessor``'s own assessments of the query's items, by item id."""
+    return (
+        Assessment.objects.filter(query=query, assessor=assessor)
+        .select_related("item")
         .order_by("item__external_id")
     )
 

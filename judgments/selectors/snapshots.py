@@ -151,7 +151,8 @@ def snapshot_trec_lines(
     snapshot: Snapshot, *, with_unjudged: bool = False, assessor: str | None = None
 ) -> Iterator[str]:
     """TREC qrels ``qid 0 docid grade`` sorted by (qid, docid) in code-point order;
-    with ``with_unjudged``, open review tasks as grade ``-1`` (pooled but unjudged).
+    with ``with_unjudged``, open review tasks and pairs awaiting adjudication as grade
+    ``-1`` (pooled but unjudged).
     With ``assessor``, that assessor's frozen assessments instead of the resolved labels
     (``LookupError`` naming the snapshot's assessors when it has none by that name)."""
     rows: list[tuple[str, str, int]] = (
@@ -162,6 +163,11 @@ def snapshot_trec_lines(
     if with_unjudged:
         graded = {(q, i) for q, i, _ in rows}  # an assessor's pair may await other slots
         rows.extend((q, i, -1) for q, i in frozen_unjudged(snapshot) if (q, i) not in graded)
+        if snapshot.n_unresolved:
+            # Pairs awaiting adjudication are unjudged in the snapshot too: pooled, no label.
+            rows.extend(
+                (q, i, -1) for q, i in sorted(frozen_unresolved(snapshot)) if (q, i) not in graded
+            )
     rows.sort()
     return (f"{q} 0 {i} {g}\n" for q, i, g in rows)
 

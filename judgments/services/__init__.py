@@ -8,7 +8,14 @@ One module per concept; this package re-exports the public names, so callers imp
 them from ``judgments.services``.
 """
 
-from .assessments import adjudicate, assess_task, record_assessment, resolve_pair
+from .assessments import (
+    adjudicate,
+    assess_task,
+    assessment_settled,
+    change_own_assessment,
+    record_assessment,
+    resolve_pair,
+)
 from .collections import (
     COLLECTION_SETTINGS,
     create_collection,
@@ -26,7 +33,7 @@ from .judgments import (
     remove_judgment,
     undo_judgment_change,
 )
-from .members import set_adjudicator, set_member_role, set_membership
+from .members import set_adjudicator, set_member_access, set_member_role, set_membership
 from .pooling import PoolOutcome, pool_items
 from .queries import (
     normalize_evidence,
@@ -59,6 +66,8 @@ __all__ = [
     "VerityError",
     "adjudicate",
     "assess_task",
+    "assessment_settled",
+    "change_own_assessment",
     "claim_next_task",
     "create_api_token",
     "create_collection",
@@ -77,6 +86,7 @@ __all__ = [
     "revoke_api_token",
     "set_adjudicator",
     "set_evidence_condition",
+    "set_member_access",
     "set_member_role",
     "set_membership",
     "set_query_status",

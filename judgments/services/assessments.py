@@ -22,6 +22,7 @@ from ..models import (
     ChangeSource,
     Item,
     Judgment,
+    JudgmentChange,
     Query,
     ReviewTask,
     TaskStatus,
@@ -29,7 +30,7 @@ from ..models import (
 from ..resolution import NEEDS_ADJUDICATION, resolve
 from ._common import User
 from .errors import InvariantError
-from .judgments import _check_grade, _record, lock_task_for
+from .judgments import _check_grade, _record, _refuse_dropping_last_relevant, lock_task_for
 
 
 def record_assessment(
@@ -144,6 +145,66 @@ def _assess(
     return assessment
 
 
+def assessment_settled(*, query: Query, item: Item) -> str:
+    """Why assessors may no longer change their assessments of the pair, or ``""``: an
+    adjudicator decided it, or a person set its label by hand since it was resolved. A
+    label resolved by the policy is not settled: a changed assessment resolves it again
+    (and may send the pair to adjudication). The answer is the same whatever the other
+    assessors gave, so that it tells an assessor nothing of their grades."""
+    decided = AdjudicationTask.objects.filter(
+        query=query, item=item, status=AdjudicationStatus.DECIDED
+    ).exists()
+    last = (
+        JudgmentChange.objects.filter(query=query, item=item)
+        .order_by("-pk")
+        .values_list("source", "new_grade")
+        .first()
+    )
+    by_hand = last is not None and last[1] is not None and last[0] != ChangeSource.RESOLUTION
+    if decided or by_hand:
+        return (
+            f"the label of item '{item.external_id}' for query '{query.external_id}' is "
+            "settled (decided by an adjudicator or set by hand), so assessments of it no "
+            "longer change; ask an adjudicator if it is wrong"
+        )
+    return ""
+
+
+def change_own_assessment(
+    *,
+    assessment: Assessment,
+    assessor: User,
+    grade: int,
+    expected_version: int,
+    note: str = "",
+    source: str = ChangeSource.UI,
+) -> Assessment:
+    """Change ``assessor``'s own assessment (a mis-keyed grade), compare-and-set on
+    ``expected_version``, with its history row; the pair is then resolved again by the
+    policy (``resolve_pair``), which may change its resolved label or send it to
+    adjudication. Refused once the pair is settled (``assessment_settled``), for someone
+    else's assessment, or on a stale version; nothing changes then."""
+    if assessment.assessor_id != assessor.pk:
+        raise InvariantError("you can only change your own assessment")
+    with transaction.atomic():
+        query = lock_query(assessment.query_id)
+        item = assessment.item
+        settled = assessment_settled(query=query, item=item)
+        if settled:
+            raise InvariantError(settled)
+        return _assess(
+            query=query,
+            item=item,
+            grade=grade,
+            assessor=assessor,
+            assessor_name="",
+            expected_version=expected_version,
+            note=note,
+            source=source,
+            task=None,
+        )
+
+
 def complete_slot(
     *, query: Query, item: Item, assessor: User | None, task: ReviewTask | None
 ) -> None:
@@ -210,11 +271,38 @@ def resolve_pair(*, query: Query, item: Item, by: User | None) -> Judgment | Non
             if adjudication is not None:
                 adjudication.delete()  # the assessments agree now: nothing to decide
             return judgment
+    _withdraw_resolution(query=query, item=item)
     if adjudication is None:
         AdjudicationTask.objects.create(
             collection=collection, query=query, item=item, reason=reason[:300]
         )
     return None
+
+
+def _withdraw_resolution(*, query: Query, item: Item) -> None:
+    """Remove the pair's label when the policy had resolved it and its assessments (one
+    changed since) now need an adjudicator: a pair awaiting adjudication has no label.
+    A label set by a person is never removed here."""
+    current = Judgment.objects.filter(query=query, item=item).first()
+    if current is None:
+        return
+    last = JudgmentChange.objects.filter(query=query, item=item).order_by("-pk").first()
+    if last is None or last.source != ChangeSource.RESOLUTION:
+        return
+    if query.collection.is_relevant_grade(current.grade):
+        _refuse_dropping_last_relevant(query, item)
+    Judgment.objects.filter(pk=current.pk).delete()
+    JudgmentChange.objects.create(
+        query=query,
+        item=item,
+        old_grade=current.grade,
+        new_grade=None,
+        old_note=current.note,
+        new_note="",
+        version=current.version + 1,
+        changed_by=None,
+        source=ChangeSource.RESOLUTION,
+    )
 
 
 def adjudicate(*, task: AdjudicationTask, grade: int, by: User) -> Judgment:

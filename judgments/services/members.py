@@ -60,3 +60,16 @@ def set_adjudicator(*, collection: Collection, user: Any, allowed: bool) -> Memb
             f"{user.get_username()} is not a member of '{collection.slug}'; add them first"
         )
     return Membership.objects.get(collection=collection, user=user)
+
+
+@transaction.atomic
+def set_member_access(
+    *, collection: Collection, user: Any, role: str, can_adjudicate: bool | None = None
+) -> Membership:
+    """A member's role (``set_member_role``, keeping an admin) and, unless ``None``, their
+    adjudicator capability (``set_adjudicator``), together or not at all."""
+    membership = set_member_role(collection=collection, user=user, role=role)
+    assert membership is not None
+    if can_adjudicate is not None:
+        membership = set_adjudicator(collection=collection, user=user, allowed=can_adjudicate)
+    return membership

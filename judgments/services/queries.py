@@ -19,7 +19,9 @@ from ..models import (
     Query,
     QueryStatus,
     QueryStatusChange,
+    ReviewTask,
     StatusPlan,
+    TaskStatus,
     plan_status_change,
     status_refusal,
 )
@@ -89,8 +91,21 @@ def set_query_statuses(
         .order_by("pk")
         .select_for_update(of=("self",))
     )
-    relevant = dict(
-        Judgment.objects.filter(query__in=queries, grade__gte=collection.relevant_grade)
+    judged: dict[int, int] = {}
+    relevant: dict[int, int] = {}
+    for query_id, grade, n in (
+        Judgment.objects.filter(query__in=queries)
+        .order_by()
+        .values_list("query_id", "grade")
+        .annotate(n=Count("pk"))
+    ):
+        judged[query_id] = judged.get(query_id, 0) + n
+        if grade >= collection.relevant_grade:
+            relevant[query_id] = relevant.get(query_id, 0) + n
+    open_tasks = dict(
+        ReviewTask.objects.filter(
+            query__in=queries, status__in=(TaskStatus.PENDING, TaskStatus.CLAIMED)
+        )
         .order_by()
         .values_list("query_id")
         .annotate(n=Count("pk"))
@@ -98,7 +113,13 @@ def set_query_statuses(
     by_id = {q.external_id: q for q in queries}
     plan = plan_status_change(
         (
-            (q.external_id, q.status, relevant.get(q.pk, 0))
+            (
+                q.external_id,
+                q.status,
+                relevant.get(q.pk, 0),
+                judged.get(q.pk, 0),
+                open_tasks.get(q.pk, 0),
+            )
             for q in sorted(queries, key=lambda q: q.external_id)
         ),
         status,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,7 +25,7 @@ from ..selectors import (
 )
 from ..selectors.reviewers import SESSION_GAP
 from ..services import InvariantError, adjudicate
-from .common import _grade_label, _grades, member_view
+from .common import RoleRequired, _grade_label, _grades, member_view
 
 
 class DecideForm(forms.Form):
@@ -36,9 +35,10 @@ class DecideForm(forms.Form):
 
 def _require_adjudicator(request: HttpRequest, collection: Collection) -> None:
     if not may_adjudicate(request.user, collection):
-        raise PermissionDenied(
+        raise RoleRequired(
             "Adjudicating needs the admin role or the adjudicator capability in this "
-            "collection; ask a collection admin to grant it."
+            "collection; ask a collection admin to grant it.",
+            role="adjudicator",
         )
 
 
@@ -101,7 +101,7 @@ def reviewer_stats_page(request: HttpRequest, collection: Collection) -> HttpRes
     """Per assessor: labels, labels per hour, median seconds claim → submit, skips, and
     agreement with the resolved labels. Collection admins only."""
     if request.collection_role != Role.ADMIN:  # type: ignore[attr-defined]
-        raise PermissionDenied("Reviewer statistics are for the collection's admins.")
+        raise RoleRequired("Reviewer statistics are for the collection's admins.", role=Role.ADMIN)
     return render(
         request,
         "judgments/reviewers.html",

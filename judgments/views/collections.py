@@ -17,15 +17,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ..formats import MAX_LISTED
 from ..forms import BulkStatusForm
-from ..models import Collection, QueryStatus
+from ..models import Collection, QueryStatus, Role, role_allows
 from ..selectors import (
     collections_with_review_progress,
+    may_adjudicate,
+    open_adjudications,
     queries_with_progress,
     query_tags_of,
     queue_progress,
     status_change_plan,
 )
 from ..services import set_query_statuses
+from ..wording import counted
 from .common import _grades, _invalid, member_view
 
 QUERIES_PER_PAGE = 50
@@ -75,8 +78,23 @@ def collection_detail(request: HttpRequest, collection: Collection) -> HttpRespo
             "more_change": max(0, len(plan.change) - MAX_LISTED) if plan else 0,
             "more_refused": max(0, len(plan.refused) - MAX_LISTED) if plan else 0,
             "role": request.collection_role,  # type: ignore[attr-defined]
+            **_overlap_context(request, collection),
         },
     )
+
+
+def _overlap_context(request: HttpRequest, collection: Collection) -> dict[str, Any]:
+    """Several assessors per item: the links and counts only those who may use them see
+    (adjudication: adjudicators; agreement: evaluators and up, never a plain reviewer,
+    whose own grades and the figures would tell the others')."""
+    if not collection.has_overlap:
+        return {}
+    adjudicator = may_adjudicate(request.user, collection)
+    return {
+        "may_adjudicate": adjudicator,
+        "may_see_agreement": adjudicator or role_allows(request.collection_role, Role.EVALUATOR),  # type: ignore[attr-defined]
+        "n_adjudication": open_adjudications(collection).count() if adjudicator else 0,
+    }
 
 
 @require_POST
@@ -100,7 +118,7 @@ def bulk_status(request: HttpRequest, collection: Collection) -> HttpResponse:
     label = QueryStatus(plan.status).label
     messages.success(
         request,
-        f"{len(plan.change)} quer{'y' if len(plan.change) == 1 else 'ies'} set to '{label}'; "
+        f"{counted(len(plan.change), 'query')} set to '{label}'; "
         f"{len(plan.unchanged)} had it already; {len(plan.refused)} refused.",
     )
     for _, reason in plan.refused[:MAX_LISTED]:

@@ -3,6 +3,7 @@ text, task sources, conflict panels, and the answer to a malformed form."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -13,12 +14,23 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.safestring import SafeString
 
+from ..extensions import run_names
 from ..highlight import highlight
 from ..models import Collection, Judgment, ReviewTask, Role, role_allows
 from ..selectors import role_of
 from ..services import JudgmentConflict
 
 # -- access ---------------------------------------------------------------------------------
+
+
+class RoleRequired(PermissionDenied):
+    """A refusal for want of a role: the 403 page names the role to ask a collection
+    admin for (``reviewer``, ``evaluator``, ``admin`` or ``adjudicator``) beside the
+    reason, and the role the user holds now."""
+
+    def __init__(self, reason: str, *, role: str) -> None:
+        super().__init__(reason)
+        self.role = role
 
 
 def wants_json(request: HttpRequest) -> bool:
@@ -52,6 +64,7 @@ def member_view(*, label: bool = False) -> Callable[..., Any]:
             if role is None:
                 raise Http404("No such collection, or you are not one of its members.")
             request.collection_role = role  # type: ignore[attr-defined]
+            request.collection = collection  # type: ignore[attr-defined]  # for the 403 page
             if label:
                 _require_labeler(request)
             return view(request, collection, *args, **kwargs)
@@ -64,7 +77,9 @@ def member_view(*, label: bool = False) -> Callable[..., Any]:
 def _require_labeler(request: HttpRequest) -> None:
     role = request.collection_role  # type: ignore[attr-defined]
     if not role_allows(role, Role.REVIEWER):
-        raise PermissionDenied("Labeling needs the reviewer role in this collection.")
+        raise RoleRequired(
+            "Labeling needs the reviewer role in this collection.", role=Role.REVIEWER
+        )
 
 
 # -- shared bits ----------------------------------------------------------------------------
@@ -89,10 +104,26 @@ def _marked(text: str, terms: frozenset[str]) -> SafeString:
     return highlight(text or "", terms)
 
 
-def _sources(task: ReviewTask) -> list[str]:
-    """Where the task's pair was surfaced, best rank first: "run bm25, rank 3"."""
+_RUN_LABEL = re.compile(r"run (\S+)( / .+)?")
+
+
+def _sources(task: ReviewTask, runs: set[str] | None = None) -> list[str]:
+    """Where the task's pair was surfaced, best rank first: "run bm25, rank 3". A label
+    naming a run the collection does not store (one named by imported labels) says so,
+    instead of pointing at a run the runs page does not list. ``runs``: the collection's
+    run names, when the caller has them (read once per page)."""
     rows = [(s.label, s.rank) for s in task.sources.all()] or [(task.source, task.best_rank)]
-    return [f"{label}, rank {rank}" if rank is not None else label for label, rank in rows]
+    if runs is None:
+        runs = (
+            run_names(task.collection) if any(_RUN_LABEL.fullmatch(r[0]) for r in rows) else set()
+        )
+    out = []
+    for label, rank in rows:
+        match = _RUN_LABEL.fullmatch(label)
+        if match and runs is not None and match.group(1) not in runs:
+            label = f"{label} (named by imported labels; no such run is stored here)"
+        out.append(f"{label}, rank {rank}" if rank is not None else label)
+    return out
 
 
 def _already_saved(error: JudgmentConflict, request: HttpRequest, *, grade: int, note: str) -> bool:

@@ -13,7 +13,15 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from ..forms import SEARCH_MAX_LENGTH, EvidenceForm, GradeForm, StatusForm, format_evidence
+from ..extensions import run_names
+from ..forms import (
+    SEARCH_MAX_LENGTH,
+    EvidenceForm,
+    GradeForm,
+    OwnAssessmentForm,
+    StatusForm,
+    format_evidence,
+)
 from ..highlight import query_terms
 from ..models import ChangeSource, Collection, Query, QueryStatus
 from ..selectors import (
@@ -21,10 +29,17 @@ from ..selectors import (
     item_in,
     judgments_for_query,
     open_tasks_for_query,
+    own_assessments,
     query_in,
     search_items,
 )
-from ..services import InvariantError, set_evidence_condition, set_query_status
+from ..services import (
+    InvariantError,
+    assessment_settled,
+    change_own_assessment,
+    set_evidence_condition,
+    set_query_status,
+)
 from .common import (
     _grade_label,
     _grades,
@@ -44,6 +59,21 @@ def _query_or_404(collection: Collection, external_id: str) -> Query:
         raise Http404(f"No query '{external_id}' in this collection.") from None
 
 
+def _last_set(collection: Collection, judgment: Any) -> str:
+    """Who or what set the label last: a person, or how (the resolution policy, an
+    adjudicator, an import), never "import" for a label no import wrote."""
+    source = getattr(judgment, "last_source", None)
+    who = judgment.reviewer.get_username() if judgment.reviewer else ""
+    if source == ChangeSource.RESOLUTION:
+        return f"resolved by the {collection.resolution_policy} policy"
+    if source == ChangeSource.ADJUDICATION:
+        return f"adjudicated by {who}" if who else "adjudicated"
+    label = ChangeSource(source).label if source in ChangeSource.values else ""
+    if who:
+        return who if source in (None, ChangeSource.UI) else f"{who} ({label})"
+    return label or "import"
+
+
 def _render_query(
     request: HttpRequest,
     collection: Collection,
@@ -56,6 +86,7 @@ def _render_query(
     status_error: str = "",
     evidence_form: EvidenceForm | None = None,
     evidence_error: str = "",
+    assessment_error: str = "",
 ) -> HttpResponse:
     terms = query_terms(query.text)
     judged = [
@@ -64,18 +95,31 @@ def _render_query(
             "title_html": _marked(j.item.title, terms),
             "text_html": _marked(j.item.text, terms),
             "label": _grade_label(collection, j.grade),
+            "last_set": _last_set(collection, j),
         }
         for j in judgments_for_query(query)
     ]
-    waiting = [
-        {
-            "task": t,
-            "title_html": _marked(t.item.title, terms),
-            "text_html": _marked(t.item.text, terms),
-            "sources": _sources(t),
-        }
-        for t in open_tasks_for_query(query)
-    ]
+    # One row per item, however many assessors' slots it has open; with several
+    # assessors, who holds a slot is not shown (it would tell who else assesses it).
+    waiting: list[dict[str, Any]] = []
+    by_item: dict[int, dict[str, Any]] = {}
+    runs = run_names(collection.pk)
+    for t in open_tasks_for_query(query):
+        row = by_item.get(t.item_id)
+        if row is None:
+            row = by_item[t.item_id] = {
+                "task": t,
+                "title_html": _marked(t.item.title, terms),
+                "text_html": _marked(t.item.text, terms),
+                "sources": _sources(t, runs),
+                "open_slots": 0,
+                "claimed_by": None,
+            }
+            waiting.append(row)
+        row["open_slots"] += 1
+        visible = not collection.has_overlap or t.claimed_by_id == request.user.pk
+        if t.status == "claimed" and t.claimed_by is not None and visible:
+            row["claimed_by"] = t.claimed_by
     search = request.GET.get("search", "").strip()[:SEARCH_MAX_LENGTH]
     search_terms = query_terms(search)
     hits = [
@@ -93,6 +137,18 @@ def _render_query(
             initial={"groups": format_evidence(evidence.groups if evidence else None)}
         )
     n_relevant = sum(1 for row in judged if collection.is_relevant_grade(row["judgment"].grade))
+    mine = (
+        [
+            {
+                "assessment": a,
+                "label": _grade_label(collection, a.grade),
+                "settled": assessment_settled(query=query, item=a.item),
+            }
+            for a in own_assessments(query, request.user)
+        ]
+        if collection.has_overlap
+        else []
+    )
     return render(
         request,
         "judgments/query.html",
@@ -117,6 +173,9 @@ def _render_query(
             "grade_error": grade_error,
             "error_item": error_item,
             "status_error": status_error,
+            "mine": mine,
+            "assessment_error": assessment_error,
+            "source_labels": dict(ChangeSource.choices),
         },
         status=status,
     )
@@ -218,7 +277,43 @@ def _post_evidence(request: HttpRequest, collection: Collection, query: Query) -
     return redirect(_query_url(collection, query, "evidence"))
 
 
-_QUERY_ACTIONS = {"grade": _post_grade, "status": _post_status, "evidence": _post_evidence}
+def _post_assessment(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:
+    """Change one's own assessment (several assessors per item), until the pair's label
+    is settled (``change_own_assessment``)."""
+    form = OwnAssessmentForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    data = form.cleaned_data
+    assessment = own_assessments(query, request.user).filter(pk=data["assessment"]).first()
+    if assessment is None:
+        raise Http404("You have no such assessment of this query.")
+    before = assessment.grade
+    try:
+        change_own_assessment(
+            assessment=assessment,
+            assessor=request.user,
+            grade=data["grade"],
+            expected_version=data["expected_version"],
+            note=data["note"],
+        )
+    except InvariantError as e:
+        return _render_query(
+            request, collection, query, status=409, assessment_error=f"Not changed: {e}."
+        )
+    messages.success(
+        request,
+        f"Your assessment of item '{assessment.item.external_id}' is now "
+        f"{_grade_label(collection, data['grade'])} (was {_grade_label(collection, before)}).",
+    )
+    return redirect(_query_url(collection, query, "mine"))
+
+
+_QUERY_ACTIONS = {
+    "grade": _post_grade,
+    "status": _post_status,
+    "evidence": _post_evidence,
+    "assessment": _post_assessment,
+}
 
 
 @require_http_methods(["GET", "POST"])
@@ -233,7 +328,7 @@ def query_detail(request: HttpRequest, collection: Collection, external_id: str)
     action = _QUERY_ACTIONS.get(request.POST.get("action", ""))
     if action is None:
         return HttpResponse(
-            "Unknown action; use grade, status or evidence.",
+            "Unknown action; use grade, status, evidence or assessment.",
             status=400,
             content_type="text/plain; charset=utf-8",
         )

@@ -31,23 +31,28 @@ from django.views.decorators.http import require_GET, require_POST
 from ..extensions import grade_recorded
 from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
-from ..models import ChangeSource, Collection, Query, QueryStatus, ReviewTask
+from ..models import Assessment, ChangeSource, Collection, Query, QueryStatus, ReviewTask
 from ..selectors import (
     QUEUE_COUNT_CAP,
     QueryProgress,
     held_task_for,
     judgment_changes,
+    may_adjudicate,
+    open_adjudications,
     open_count_shown,
     open_tasks_of,
     query_in,
     query_progress,
     queue_progress,
     task_for_review,
+    why_not_yours,
 )
 from ..services import (
     InvariantError,
     JudgmentConflict,
     assess_task,
+    assessment_settled,
+    change_own_assessment,
     claim_next_task,
     set_query_status,
     skip_task,
@@ -70,19 +75,24 @@ UNDO_DEPTH = 200  # changes remembered per collection and session
 
 class ReviewSession:
     """This browser session's work in one collection's queue, kept in the session: the
-    ids of the history rows its judgments wrote (the undo stack, newest last) and how
-    many judgments it recorded."""
+    undo stack, newest last (the ids of the history rows its judgments wrote, and
+    ``"a<pk>"`` for an assessment it recorded, with several assessors per item), and how
+    many items it judged or assessed."""
 
     def __init__(self, request: HttpRequest, collection: Collection) -> None:
         self.request = request
         self.key = f"verity.review.{collection.pk}"
         state = request.session.get(self.key) or {}
-        self.changes: list[int] = [int(c) for c in state.get("changes", [])]
+        self.changes: list[int | str] = [
+            c if isinstance(c, str) and c.startswith("a") else int(c)
+            for c in state.get("changes", [])
+        ]
         self.judged = int(state.get("judged", 0))
 
-    def push(self, change_id: int) -> None:
+    def push(self, change_id: int | str, *, counted: bool = True) -> None:
         self.changes = [*self.changes, change_id][-UNDO_DEPTH:]
-        self.judged += 1
+        if counted:
+            self.judged += 1
         self._save()
 
     def pop(self, *, undone_creation: bool) -> None:
@@ -174,6 +184,7 @@ def _queue_response(
     offer_claim: bool = False,
     page: bool = False,
     extra: dict[str, Any] | None = None,
+    changing: Any = None,
 ) -> HttpResponse:
     """The queue's answer: JSON (with the panel's HTML) to the script, else a redirect
     after a successful POST, else the whole page. ``offer_claim``: nothing is held, so
@@ -209,7 +220,15 @@ def _queue_response(
         "judged_session": session.judged,
         "no_answer": QueryStatus.NO_ANSWER,
         "offer_claim": offer_claim and task is None and finished is None and n_open > 0,
+        "changing": changing,
+        "changing_label": _grade_label(collection, changing.grade) if changing else "",
     }
+    if task is None and finished is None and not context["offer_claim"]:
+        # The end of the queue: why the open tasks left are not this reviewer's, and
+        # what awaits an adjudicator (for those who may decide it).
+        context["left"] = why_not_yours(request.user, collection)
+        if may_adjudicate(request.user, collection):
+            context["n_adjudication"] = open_adjudications(collection).count()
     if task is not None:
         terms = query_terms(task.query.text)
         context["title_html"] = _marked(task.item.title, terms)
@@ -236,7 +255,8 @@ def _queue_response(
         else {
             "query": finished.query.external_id,
             "status": finished.query.status,
-            "suggested": finished.suggested_status,
+            # with several assessors, the resolved labels stay unsaid (blind)
+            "suggested": None if collection.has_overlap else finished.suggested_status,
         },
         **(extra or {}),
     }
@@ -308,6 +328,8 @@ def review_judge(request: HttpRequest, collection: Collection) -> HttpResponse:
     data = form.cleaned_data
     task = _queue_task(collection, data["task"])
     queue = Queue(request, collection)
+    if collection.has_overlap and data.get("assessment"):
+        return _change_assessment(queue, task, data)
     if collection.has_overlap:
         return _assess(queue, task, grade=data["grade"], note=data["note"])
     graded = grade_item(
@@ -359,9 +381,10 @@ def _assess(queue: Queue, task: ReviewTask, *, grade: int, note: str) -> HttpRes
     judgment. Nothing about the other assessors' grades is shown."""
     collection = queue.collection
     try:
-        assess_task(task=task, reviewer=queue.request.user, grade=grade, note=note)
+        assessment = assess_task(task=task, reviewer=queue.request.user, grade=grade, note=note)
     except InvariantError as e:
         return queue.answer(task=task, error=f"Not saved: {e}.", status=400, keep_panel=True)
+    queue.session.push(f"a{assessment.pk}")
     next_task, finished, more = _next_after(queue, task.query)
     return queue.answer(
         task=next_task,
@@ -373,6 +396,100 @@ def _assess(queue: Queue, task: ReviewTask, *, grade: int, note: str) -> HttpRes
                 "query": task.query.external_id,
                 "item": task.item.external_id,
                 "grade": grade,
+            }
+        },
+    )
+
+
+def _own_assessment(queue: Queue, pk: int) -> Assessment | None:
+    return (
+        Assessment.objects.filter(pk=pk, collection=queue.collection, assessor=queue.request.user)
+        .select_related("query", "item")
+        .first()
+    )
+
+
+def _change_assessment(queue: Queue, task: ReviewTask, data: dict[str, Any]) -> HttpResponse:
+    """The reviewer's change of their own assessment, brought back on screen by ``u``."""
+    collection = queue.collection
+    assessment = _own_assessment(queue, data["assessment"])
+    if assessment is None or (assessment.query_id, assessment.item_id) != (
+        task.query_id,
+        task.item_id,
+    ):
+        raise Http404("You have no such assessment in this collection.")
+    before = assessment.grade
+    try:
+        change_own_assessment(
+            assessment=assessment,
+            assessor=queue.request.user,
+            grade=data["grade"],
+            expected_version=data["expected_version"] or assessment.version,
+            note=data["note"],
+        )
+    except InvariantError as e:
+        return queue.answer(task=queue.claim(), error=f"Not changed: {e}.", status=409)
+    queue.session.push(f"a{assessment.pk}", counted=False)
+    where = f"item '{task.item.external_id}' of query '{task.query.external_id}'"
+    message = (
+        f"Kept your assessment {_grade_label(collection, before)} for {where}."
+        if before == data["grade"]
+        else f"Changed your assessment of {where}: {_grade_label(collection, before)} → "
+        f"{_grade_label(collection, data['grade'])}."
+    )
+    return queue.answer(
+        task=queue.claim(current=task.query_id),
+        message=message,
+        extra={
+            "assessed": {
+                "query": task.query.external_id,
+                "item": task.item.external_id,
+                "grade": data["grade"],
+            }
+        },
+    )
+
+
+def _undo_assessment(queue: Queue, entry: str) -> HttpResponse:
+    """``u`` after an assessment: bring the pair back on screen to change the grade (the
+    assessment stays until another grade is chosen), unless its label is settled."""
+    queue.session.pop(undone_creation=False)
+    assessment = _own_assessment(queue, int(entry[1:]))
+    if assessment is None:
+        return queue.answer(
+            task=queue.claim(),
+            error="Nothing to undo: that assessment is gone.",
+            status=400 if wants_json(queue.request) else 200,
+        )
+    settled = assessment_settled(query=assessment.query, item=assessment.item)
+    if settled:
+        return queue.answer(
+            task=queue.claim(),
+            error=f"Not undone: {settled}.",
+            status=409 if wants_json(queue.request) else 200,
+        )
+    slot = (
+        ReviewTask.objects.filter(query=assessment.query, item=assessment.item)
+        .order_by("slot")
+        .first()
+    )
+    if slot is None:  # an assessment made outside the queue has no task to show it by
+        return queue.answer(
+            task=queue.claim(),
+            error="Not undone here: change that assessment on its query page.",
+            status=400 if wants_json(queue.request) else 200,
+        )
+    label = _grade_label(queue.collection, assessment.grade)
+    return queue.answer(
+        task=slot,
+        changing=assessment,
+        message=f"You assessed item '{assessment.item.external_id}' as {label}: press "
+        "another grade to change it, the same one to keep it.",
+        extra={
+            "changing": {
+                "query": assessment.query.external_id,
+                "item": assessment.item.external_id,
+                "grade": assessment.grade,
             }
         },
     )
@@ -441,6 +558,8 @@ def review_undo(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Undo this session's latest judgment in the queue, if nobody changed it since."""
     queue = Queue(request, collection)
     last = queue.session.changes[-1] if queue.session.changes else None
+    if isinstance(last, str):
+        return _undo_assessment(queue, last)
     change = judgment_changes([last]).get(last) if last is not None else None
     if change is None:
         if queue.session.changes:  # a history row that vanished with its collection

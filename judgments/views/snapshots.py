@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -13,10 +12,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from verity_limits import NOTE_MAX
 
-from ..models import Collection, QueryStatus, Snapshot, SnapshotMember
+from ..models import Collection, QueryStatus, Role, Snapshot, SnapshotMember
 from ..selectors import diff_snapshots, may_score, snapshot_of
 from ..tasks import start_freeze
-from .common import member_view
+from .common import RoleRequired, member_view
 
 #: Rows of each kind listed on the diff page (every count is exact).
 DIFF_ROWS_SHOWN = 1000
@@ -66,7 +65,7 @@ def snapshot_freeze(request: HttpRequest, collection: Collection) -> HttpRespons
     """Freeze the labels as the next snapshot: a job, whose page says what was made, or
     plainly that nothing changed."""
     if not may_score(request.user, collection):
-        raise PermissionDenied("Freezing a snapshot needs the evaluator role.")
+        raise RoleRequired("Freezing a snapshot needs the evaluator role.", role=Role.EVALUATOR)
     note = request.POST.get("note", "").strip()[:NOTE_MAX]
     return redirect(
         "jobs:job", pk=start_freeze(collection=collection, by=request.user, note=note).pk

@@ -11,6 +11,7 @@ from judgments.api.serializers import username_of
 from judgments.models import LabelingUnit
 from scoring.engine.params import UNJUDGED_POLICIES
 from scoring.models import DedupPolicy, Evaluation, OrderRule, Run, RunStage, UnitMapping
+from scoring.selectors import K_MAX
 from verity_limits import INT16_MAX, INT32_MAX, NOTE_MAX, STAGE_MAX
 
 ANY_VALUE: dict[str, Any] = {}  # an OpenAPI schema without a type: any JSON value
@@ -100,6 +101,11 @@ class RunImportSerializer(serializers.Serializer):
         source="unknown.item_ids",
         help_text="Pooled item ids the collection lacked, created as placeholder items.",
     )
+    unknown_item_ids_beyond_depth = serializers.IntegerField(
+        source="unknown.item_ids_beyond",
+        help_text="Item ids the collection lacks that the run ranks only below the pool "
+        "depth: kept in the run as ranked, unjudged.",
+    )
     unknown_ids = serializers.SerializerMethodField(
         help_text="In words: how many query and item ids were unknown, and what became of them."
     )
@@ -180,7 +186,7 @@ class EvaluationCreateInput(serializers.Serializer):
         help_text="The snapshot number to score against: always pinned.",
     )
     ks = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=1_000_000),
+        child=serializers.IntegerField(min_value=1, max_value=K_MAX),
         min_length=1,
         max_length=50,
         default=[5, 10],
@@ -256,7 +262,13 @@ class EvaluationSummarySerializer(serializers.ModelSerializer):
     mapping = serializers.IntegerField(source="mapping.number", read_only=True, allow_null=True)
     params = ObjectField(read_only=True)
     counts = CountsSerializer(read_only=True)
-    aggregates = AggregatesField(read_only=True)
+    aggregates = AggregatesField(
+        source="aggregates_counted",
+        read_only=True,
+        help_text="Per measure: macro (and pooled for recall), n the queries averaged "
+        "over, and n_reason where that is not every scorable query (Evidence@k: only "
+        "queries with an evidence condition).",
+    )
 
     class Meta:
         model = Evaluation

@@ -49,6 +49,8 @@ from scoring.reports.formatting import (
     is_rate,
     measure_label,
     sort_value,
+    undefined_cell_reason,
+    undefined_reason,
 )
 from scoring.reports.report import (
     EXCLUSION_REASONS,
@@ -95,4 +97,6 @@ __all__ = [
     "sort_value",
     "stored_stage_evaluations",
     "to_csv",
+    "undefined_cell_reason",
+    "undefined_reason",
 ]

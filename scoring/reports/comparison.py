@@ -258,6 +258,14 @@ def compare_evaluations(
             "compared descriptively, not tested",
             "tags": "per-tag breakdown is descriptive (no tests); tags are the queries' "
             "current tags",
+            "disagreement": "the interval and p are two methods asking two questions, so "
+            "they need not agree: the BCa bootstrap interval estimates how far the mean "
+            "difference would move over other samples of queries like these; the "
+            "randomization test asks how often swapping a and b at random within each query "
+            "gives a mean difference at least this large. With few queries, or a few large "
+            "differences, an interval that excludes 0 can sit beside p >= 0.05 (or the "
+            "reverse). Neither is wrong: read p (Holm-adjusted when several measures are "
+            "tested) for whether a and b differ, and the interval for how much",
         },
         "queries": {"paired": len(shared), "only_a": only_a, "only_b": only_b},
         "measures": entries,

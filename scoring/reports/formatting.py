@@ -61,6 +61,22 @@ def fmt_value(measure: str, value: Any) -> str:
     return fmt_number(measure, value)
 
 
+def undefined_reason(measure: str, *, n: int, scorable: int) -> str:
+    """Why an aggregate is undefined (never 0): no query to average over."""
+    if scorable == 0:
+        return "no scorable query: see the query accounting"
+    if split_measure(measure)[0] == "Evidence" and n == 0:
+        return "no scorable query has an evidence condition"
+    return "no scorable query has a value for it"
+
+
+def undefined_cell_reason(measure: str) -> str:
+    """Why one query's cell is undefined."""
+    if split_measure(measure)[0] == "Evidence":
+        return "no evidence condition for this query"
+    return "not defined for this query"
+
+
 def fmt_diff(measure: str, value: float | None) -> str:
     """A difference: percentage points for proportions, plain for scores, signed."""
     if value is None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judgments.models import QueryStatus, Snapshot
+from judgments.wording import counted
 from scoring.engine.params import ORDER_DESCRIPTIONS
 from scoring.models import Evaluation
 from scoring.reports.formatting import UNJUDGED_POLICIES, _natural
@@ -101,9 +102,38 @@ def header_of(evaluation: Evaluation) -> list[dict[str, str]]:
             "macro = mean of per-query values (each query weighs the same); pooled (recall "
             "only) = Σ hits / Σ |G|, the mean weighted by |G_i| / Σ|G_j|",
         ),
+        (
+            "queries",
+            "Queries",
+            queries_line(evaluation.counts, engine_params.get("measures") or ()),
+        ),
         ("engine", "Engine", f"{evaluation.engine_version}; fingerprint {evaluation.fingerprint}"),
     ]
     return [{"key": k, "label": label, "value": v} for k, label, v in rows]
+
+
+def queries_line(counts: Mapping[str, Any], measures: Sequence[str]) -> str:
+    """The query accounting in one line: which queries every aggregate averages over,
+    and the others by reason ("20 scorable (averaged); excluded: 3 unreviewed, …")."""
+    excluded = dict(counts.get("excluded", {}))
+    total = counts["scorable"] + sum(excluded.values())
+    parts = [f"{counted(total, 'query')} seen: {counts['scorable']} scorable (averaged)"]
+    if excluded:
+        parts.append(
+            "excluded: " + ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items()))
+        )
+    else:
+        parts.append("none excluded")
+    empty = counts.get("empty_ranking", 0)
+    if empty:
+        parts.append(f"{empty} of the scorable scored as empty rankings (not in the run)")
+    with_evidence = counts.get("with_evidence", 0)
+    has_evidence = any(m.startswith("Evidence@") for m in measures)
+    if has_evidence and with_evidence != counts["scorable"]:
+        parts.append(
+            f"Evidence@k averages over the {with_evidence} with an evidence condition only"
+        )
+    return "; ".join(parts)
 
 
 def _grade_name(snapshot: Snapshot, grade: int) -> str:

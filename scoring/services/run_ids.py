@@ -21,6 +21,7 @@ from pathlib import Path
 
 from judgments.formats import MAX_LISTED
 from judgments.models import Collection
+from judgments.wording import counted
 
 from .errors import RunImportError
 
@@ -34,6 +35,7 @@ class UnknownIds:
     query_ids: list[str] = field(default_factory=list)
     query_lines: int = 0  # run lines of those queries: skipped (or the refusal's count)
     item_ids: int = 0  # pooled item ids the collection lacked: placeholders made
+    item_ids_beyond: int = 0  # ids the collection lacks, ranked only below the pool depth
 
     @property
     def n_queries(self) -> int:
@@ -44,18 +46,29 @@ class UnknownIds:
         the upload chose one other than the collection's."""
         depth = collection.pool_depth if depth is None else depth
         queries = (
-            f"{len(self.query_ids)} unknown query id(s): their {self.query_lines} line(s) "
-            "were skipped"
+            f"{counted(len(self.query_ids), 'unknown query id')}: their "
+            f"{counted(self.query_lines, 'line')} {'was' if self.query_lines == 1 else 'were'} "
+            "skipped"
             if self.query_ids
             else "no unknown query id"
         )
-        items = (
-            f"{self.item_ids} unknown item id(s) within the pool depth "
-            f"{depth}: created as placeholder items to judge"
+        total = self.item_ids + self.item_ids_beyond
+        if not total:
+            return f"{queries}; no unknown item id, at any rank"
+        within = (
+            f"{self.item_ids:,} within the pool depth {depth} (created as placeholder items "
+            "to judge)"
             if self.item_ids
-            else f"no unknown item id within the pool depth {depth}"
+            else f"none within the pool depth {depth}"
         )
-        return f"{queries}; {items}"
+        beyond = (
+            f"{self.item_ids_beyond:,} ranked only below it (kept in the run as ranked, "
+            "unjudged: scored as the unjudged policy says, and queued if a deeper pool "
+            "reaches them)"
+            if self.item_ids_beyond
+            else "none ranked only below it"
+        )
+        return f"{queries}; {counted(total, 'unknown item id')}: {within}; {beyond}"
 
 
 def check_unknown_queries(

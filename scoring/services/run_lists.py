@@ -135,6 +135,38 @@ class ListBatch:
         return np.repeat(pks, take), self.ids.take(pa.array(rows)), ranks
 
 
+class DistinctIds:
+    """The distinct item ids of every batch stored, gathered as the batches go by: each
+    batch's own distinct ids are kept, and merged whenever they pile up to four times what
+    the last merge left, so that memory stays near the run's distinct ids."""
+
+    def __init__(self) -> None:
+        self.parts: list[pa.Array] = []
+        self.merged = 0
+        self.pending = 0
+
+    def add(self, ids: pa.Array) -> None:
+        part = pc.unique(ids).cast(pa.large_string())
+        self.parts.append(part)
+        self.pending += len(part)
+        if self.pending > 4 * max(self.merged, 100_000):
+            self._merge()
+
+    def _merge(self) -> None:
+        if len(self.parts) > 1:
+            self.parts = [pc.unique(pa.concat_arrays(self.parts))]
+        self.merged = len(self.parts[0]) if self.parts else 0
+        self.pending = self.merged
+
+    def missing_from(self, known: list[str]) -> int:
+        """How many of the distinct ids are not in ``known``."""
+        self._merge()
+        if not self.parts:
+            return 0
+        found = pc.is_in(self.parts[0], value_set=pa.array(known, type=self.parts[0].type))
+        return int(len(found) - pc.sum(found).as_py()) if len(found) else 0
+
+
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised."""
     total = int(lengths.sum())

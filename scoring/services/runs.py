@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, connection, transaction
 
 from jobs.progress import Progress
-from judgments.models import Collection, Query
+from judgments.models import Collection, Item, Query
 from judgments.services import InvariantError, pool_items
+from judgments.wording import counted
 from verity_limits import SLUG_MAX
 
 from ..models import DedupPolicy, OrderRule, RankedList, Run, RunStage
@@ -124,14 +125,15 @@ class RunImportReport:
     def lines(self, collection: Collection) -> list[str]:
         """What was stored and pooled, one line per fact (the command and the job page)."""
         lines = [
-            f"stage {stage.name}: {stage.n_queries} queries, {stage.n_rows} rows, "
+            f"stage {stage.name}: {counted(stage.n_queries, 'query')}, "
+            f"{counted(stage.n_rows, 'row')}, "
             f"depth {stage.depth}"
             for stage in self.stages
         ]
         lines.append(
-            f"pool depth {self.pool_depth}: {self.unjudged_found} unjudged items found, "
-            f"{self.newly_queued} new to the review queue, {self.placeholders_created} "
-            "placeholder items created"
+            f"pool depth {self.pool_depth}: {counted(self.unjudged_found, 'unjudged item')} "
+            f"found, {self.newly_queued} new to the review queue, "
+            f"{counted(self.placeholders_created, 'placeholder item')} created"
         )
         lines.append(f"unknown ids: {self.unknown.describe(collection, depth=self.pool_depth)}")
         missing = self.queries_not_in_collection
@@ -243,6 +245,13 @@ def import_run(
     )
     report.placeholders_created = report.unknown.item_ids = len(outcome.placeholders)
     report.unjudged_found, report.newly_queued = outcome.unjudged, outcome.queued
+    if writing.distinct is not None:
+        # Every stored id the collection still lacks after pooling: ids ranked only below
+        # the pool depth (within it they are placeholders now, or were refused).
+        known = list(
+            Item.objects.filter(collection=collection).values_list("external_id", flat=True)
+        )
+        report.unknown.item_ids_beyond = writing.distinct.missing_from(known)
     return report
 
 
@@ -264,6 +273,7 @@ class _Writing:
     depth: int
     progress: Progress
     pooled: list[tuple[Any, Any, Any, int]] = field(default_factory=list)
+    distinct: Any = None  # run_lists.DistinctIds: every stored item id, for the answer
 
     def after_reading(
         self, *, order: str, dedup: str, ignore: bool, fields: dict[str, Any], pieces: bool
@@ -376,8 +386,13 @@ class _Writing:
             raise _name_taken(self.collection, self.name) from None
 
     def _write(self, lists: _ListWriter, rankings: StageRankings, kept: Any, position: int) -> None:
+        if self.distinct is None:
+            from .run_lists import DistinctIds
+
+            self.distinct = DistinctIds()
         for batch in rankings.batches(kept, BATCH):
             lists.add(batch)
+            self.distinct.add(batch.ids)
             self.pooled.append((*batch.pooled(self.depth, self.query_pks), position))
 
 

@@ -13,7 +13,7 @@ from .common import BadParameter, int_param, member_page
 from .comparison import compare, compare_score, comparison_view
 from .diagnosis import ITEMS_SHOWN, diagnosis_score, diagnosis_view, run_diagnosis
 from .evaluations import evaluation_detail, evaluation_list, evaluation_new, report_view
-from .runs import ranked_list, run_list
+from .runs import ranked_list, run_detail, run_list
 
 __all__ = [
     "ITEMS_SHOWN",
@@ -30,6 +30,7 @@ __all__ = [
     "member_page",
     "ranked_list",
     "report_view",
+    "run_detail",
     "run_diagnosis",
     "run_list",
 ]

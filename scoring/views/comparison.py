@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from judgments.models import Collection
+from judgments.models import Collection, Role
+from judgments.views.common import RoleRequired
 
 from .. import comparison, reports
 from ..models import Evaluation, Run, RunStage
@@ -38,6 +38,9 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
         "stages": _stage_choices(collection) if may_score else [],
     }
     if not request.GET.get("a") or not request.GET.get("b"):
+        # The form opens on two different evaluations that compare (else two different
+        # ones), never one evaluation on both sides, which could only be refused.
+        context["a"], context["b"] = default_pair(list(evaluations[:DEFAULT_PAIR_SCAN]))
         return render(request, "scoring/compare.html", context)
     try:
         a_id = int_param(request, "a")
@@ -80,6 +83,23 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
     return render(request, "scoring/compare.html", context)
 
 
+#: How many of the newest evaluations the default pair is looked for among.
+DEFAULT_PAIR_SCAN = 50
+
+
+def default_pair(evaluations: list[Evaluation]) -> tuple[Evaluation | None, Evaluation | None]:
+    """(a, b) for the compare form: the newest evaluation and the newest other one it
+    compares with; else the two newest; ``None`` where there are not enough."""
+    if not evaluations:
+        return None, None
+    a = evaluations[0]
+    others = evaluations[1:]
+    for b in others:
+        if not reports.comparison_refusals(a, b):
+            return a, b
+    return a, (others[0] if others else None)
+
+
 def _stage_choices(collection: Collection) -> list[tuple[str, str]]:
     stages = RunStage.objects.filter(run__collection=collection).select_related("run")
     return [
@@ -94,7 +114,9 @@ def compare_score(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Score run b's stage as evaluation a was scored (a job), then show the comparison;
     when that evaluation exists already, show the comparison at once."""
     if not reports.may_score(request.user, collection):
-        raise PermissionDenied("Scoring stores an evaluation: it needs the evaluator role.")
+        raise RoleRequired(
+            "Scoring stores an evaluation: it needs the evaluator role.", role=Role.EVALUATOR
+        )
     try:
         a = evaluation_in(collection, int(request.POST.get("a", "")))
         run_name, _, stage_name = request.POST.get("stage", "").partition("/")
@@ -109,6 +131,14 @@ def _fmt3(value: float | None) -> str:
     if value is None:
         return "undefined"
     return "0.000" if abs(value) <= comparison.TIE else f"{value:.3f}"
+
+
+def _methods_disagree(e: dict[str, Any]) -> bool:
+    """The bootstrap interval excludes 0 while p >= 0.05, or includes it while p < 0.05."""
+    if e["ci_low"] is None or e["p"] is None:
+        return False
+    excludes_zero = e["ci_low"] > 0 or e["ci_high"] < 0
+    return excludes_zero != (e["p"] < 0.05)
 
 
 def comparison_view(result: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +162,7 @@ def comparison_view(result: dict[str, Any]) -> dict[str, Any]:
                 "t_text": _fmt3(e["t"]),
                 "d_z_text": _fmt3(e["d_z"]),
                 "significant": e["p_holm"] is not None and e["p_holm"] < 0.05,
+                "disagree": _methods_disagree(e),
             }
         )
     pooled = [
@@ -203,6 +234,7 @@ def comparison_view(result: dict[str, Any]) -> dict[str, Any]:
         )
     return {
         "rows": rows,
+        "disagree": [r["key"] for r in rows if r["disagree"]],
         "pooled": pooled,
         "descriptive": descriptive,
         "keys": keys,

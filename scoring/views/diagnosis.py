@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from judgments.models import Collection, Snapshot
+from judgments.models import Collection, Role, Snapshot
+from judgments.views.common import RoleRequired
 
 from .. import reports
 from ..models import Run
@@ -109,7 +109,9 @@ def diagnosis_score(request: HttpRequest, collection: Collection, name: str) -> 
     """Score the stages the diagnosis lacks (evaluators), as a job that lands back on the
     diagnosis when it is done."""
     if not reports.may_score(request.user, collection):
-        raise PermissionDenied("Scoring stores evaluations: it needs the evaluator role.")
+        raise RoleRequired(
+            "Scoring stores evaluations: it needs the evaluator role.", role=Role.EVALUATOR
+        )
     resolved = _diagnosis_request(request, collection, name, request.POST)
     if isinstance(resolved, HttpResponse):
         return resolved

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from judgments.models import Collection
+from judgments.models import Collection, Role
 from judgments.selectors import may_score
+from judgments.views.common import RoleRequired
 
 from .. import reports
 from ..forms import EvaluationForm
@@ -43,7 +43,9 @@ def evaluation_new(request: HttpRequest, collection: Collection) -> HttpResponse
     """The scoring form (evaluators): its POST starts a scoring job, whose page lands on
     the report when it is done."""
     if not may_score(request.user, collection):
-        raise PermissionDenied("Scoring stores an evaluation: it needs the evaluator role.")
+        raise RoleRequired(
+            "Scoring stores an evaluation: it needs the evaluator role.", role=Role.EVALUATOR
+        )
     if request.method == "POST":
         form = EvaluationForm(request.POST, collection=collection)
         if form.is_valid():
@@ -122,8 +124,10 @@ def report_view(report: dict[str, Any]) -> dict[str, Any]:
     per_query = report["per_query"]
     bounds = report["params"]["unjudged"] == "bounds"
     aggregates = []
+    scorable = report["accounting"]["scorable"]
     for m in measures:
         agg = report["aggregates"].get(m, {})
+        n = agg.get("n", scorable)
         aggregates.append(
             {
                 "measure": m,
@@ -131,6 +135,11 @@ def report_view(report: dict[str, Any]) -> dict[str, Any]:
                 "macro": reports.fmt_value(m, agg.get("macro")),
                 "pooled": reports.fmt_value(m, agg["pooled"]) if "pooled" in agg else "",
                 "has_pooled": "pooled" in agg,
+                "n": n,
+                "n_reason": agg.get("n_reason", ""),
+                "undefined_reason": reports.undefined_reason(m, n=n, scorable=scorable)
+                if agg.get("macro") is None
+                else "",
             }
         )
     rows = []
@@ -152,6 +161,7 @@ def report_view(report: dict[str, Any]) -> dict[str, Any]:
                     {
                         "text": reports.fmt_value(m, values.get(m)),
                         "sort": reports.sort_value(values.get(m)),
+                        "why": reports.undefined_cell_reason(m) if values.get(m) is None else "",
                     }
                     for m in measures
                 ],

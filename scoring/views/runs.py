@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -15,10 +16,10 @@ from judgments.selectors import judgments_for_query, may_score, open_tasks_for_q
 from judgments.views.common import _grade_label, _grades
 
 from ..forms import RunUploadForm
-from ..models import Run
+from ..models import RankedList, Run
 from ..selectors import run_by_name, stage_lists_of, stages_in_order
 from ..tasks import start_run_import
-from .common import _collection_url, member_page
+from .common import BadParameter, _bad_request, _collection_url, int_param, member_page
 
 #: Items of a ranked list shown per stage (the rest is counted, not listed).
 LIST_SHOWN = 200
@@ -56,6 +57,7 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
                     pool_depth=v["pool_depth"],
                     ignore_unknown_queries=v["ignore_unknown_queries"],
                     by=request.user,
+                    via="form",
                 )
                 return redirect("jobs:job", pk=job.pk)
         else:
@@ -81,9 +83,54 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
             "crumb": "Runs",
             "runs": runs,
             "form": form,
+            "may_score": may_upload,
+            # the file chosen before a refusal, named, since no browser re-fills a file input
+            "chosen_file": request.FILES.get("file") if form is not None and form.errors else None,
             "status": 400 if form is not None and form.errors else 200,
         },
         status=400 if form is not None and form.errors else 200,
+    )
+
+
+RUN_QUERIES_PER_PAGE = 100
+
+
+@require_GET
+@member_page
+def run_detail(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
+    """One run: its stages, its evaluations, and each query it ranks with a link to the
+    ranked list, so that a run nobody scored yet can be read too."""
+    try:
+        run = run_by_name(collection, name)
+    except Run.DoesNotExist:
+        raise Http404(f"collection '{collection.slug}' has no run '{name}'") from None
+    stages = stages_in_order(run)
+    qids = (
+        RankedList.objects.filter(stage__run=run)
+        .order_by("query_id")
+        .values_list("query_id", flat=True)
+        .distinct()
+    )
+    page = Paginator(qids, RUN_QUERIES_PER_PAGE).get_page(request.GET.get("page"))
+    texts = dict(
+        Query.objects.filter(
+            collection=collection, external_id__in=list(page.object_list)
+        ).values_list("external_id", "text")
+    )
+    return render(
+        request,
+        "scoring/run.html",
+        {
+            "collection": collection,
+            "collection_url": _collection_url(collection),
+            "crumb": f"Run {run.name}",
+            "run": run,
+            "stages": stages,
+            "page": page,
+            "queries": [{"id": q, "text": texts.get(q)} for q in page.object_list],
+            "evaluations": run.evaluations.select_related("stage", "snapshot").order_by("-pk")[:50],
+            "may_score": may_score(request.user, collection),
+        },
     )
 
 
@@ -106,7 +153,14 @@ def ranked_list(request: HttpRequest, collection: Collection, name: str, qid: st
     if query is not None:
         grades = {j.item.external_id: j for j in judgments_for_query(query)}
         queued = {t.item.external_id for t in open_tasks_for_query(query)}
-    shown_ids = {i for entry in lists if entry for i in entry[0][:LIST_SHOWN]}
+    # Ranks shown: LIST_SHOWN from ``?from=`` (1 by default), with links to the pages
+    # before and after, so that a list of any length can be read to its end.
+    try:
+        first = int_param(request, "from", default=1) or 1
+    except BadParameter as exc:
+        return _bad_request(request, collection, "This ranked list cannot be shown", [str(exc)])
+    window = slice(first - 1, first - 1 + LIST_SHOWN)
+    shown_ids = {i for entry in lists if entry for i in entry[0][window]}
     items = {
         i.external_id: i
         for i in Item.objects.filter(collection=collection, external_id__in=shown_ids)
@@ -133,8 +187,9 @@ def ranked_list(request: HttpRequest, collection: Collection, name: str, qid: st
         columns.append(
             {
                 "stage": stage,
-                "rows": [row(r, i) for r, i in enumerate(ranked[:LIST_SHOWN], start=1)],
-                "hidden": max(0, len(ranked) - LIST_SHOWN),
+                "rows": [row(r, i) for r, i in enumerate(ranked[window], start=first)],
+                "hidden": max(0, len(ranked) - (first - 1 + LIST_SHOWN)),
+                "before": first > 1,
                 "length": len(ranked),
                 "in_run": entry is not None,
                 "abstained": abstained,
@@ -171,6 +226,11 @@ def ranked_list(request: HttpRequest, collection: Collection, name: str, qid: st
             "grades": _grades(collection),
             "may_label": query is not None,
             "here": request.get_full_path(),
+            "first": first,
+            "last_shown": first + LIST_SHOWN - 1,
+            "next_from": first + LIST_SHOWN,
+            "prev_from": max(1, first - LIST_SHOWN),
+            "page_size": LIST_SHOWN,
             "query_url": reverse("judgments:query", args=[collection.slug, qid])
             if query is not None
             else None,

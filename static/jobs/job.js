@@ -12,7 +12,8 @@
 
   function show(job) {
     field("state").textContent = job.state;
-    field("phase").textContent = job.phase || "waiting for a worker";
+    field("phase").textContent =
+      job.phase || (job.state === "queued" ? "waiting for a worker" : "started, reading its input");
     const counts = field("counts");
     if (job.total) {
       bar.max = job.total;

@@ -111,7 +111,12 @@
   autoclaim();
 
   function openKeys() {
-    if (!dialog.open) dialog.showModal();
+    if (dialog.open) return;
+    dialog.showModal();
+    // showModal focuses the first control, the Close button at the bottom, and scrolls
+    // there: start at the top, on the title, instead.
+    dialog.querySelector("#keys-title").focus();
+    dialog.scrollTop = 0;
   }
   root.querySelector("[data-open-keys]").addEventListener("click", openKeys);
 

@@ -11,6 +11,11 @@
       target.setAttribute("tabindex", "-1");
     }
     target.focus();
+    // A page reached at a fragment (#evidence) is scrolled there after loading, which
+    // takes the focus back to the page: give it to the explanation again.
+    window.addEventListener("load", () => {
+      if (document.activeElement !== target) target.focus({ preventScroll: true });
+    });
   }
 
   // One submission per form and page load: a double click must not send an edit twice
@@ -23,9 +28,31 @@
     }
     form.dataset.submitted = "true";
   });
+  // A form whose answer takes seconds (a comparison: bootstrap and randomization test)
+  // says so while the next page is computed, instead of looking stuck.
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    const text = form.dataset && form.dataset.busy;
+    if (!text || event.defaultPrevented) return;
+    let status = form.querySelector(".busy");
+    if (!status) {
+      status = document.createElement("p");
+      status.className = "busy";
+      status.setAttribute("role", "status");
+      form.appendChild(status);
+    }
+    status.textContent = text;
+    form.setAttribute("aria-busy", "true");
+    for (const button of form.querySelectorAll("button[type=submit], button:not([type])")) button.disabled = true;
+  });
   // Coming back with the Back button restores the page as it was: allow submitting again.
   window.addEventListener("pageshow", (event) => {
     if (!event.persisted) return;
     for (const form of document.querySelectorAll("form[data-submitted]")) delete form.dataset.submitted;
+    for (const form of document.querySelectorAll("form[aria-busy]")) {
+      form.removeAttribute("aria-busy");
+      for (const button of form.querySelectorAll("button:disabled")) button.disabled = false;
+      for (const status of form.querySelectorAll(".busy")) status.remove();
+    }
   });
 })();

@@ -209,10 +209,10 @@
       };
       if (chart) chart.destroy();
       chart = new window.Chart(canvas, config);
-      document.querySelectorAll("table[data-measure-table]").forEach(function (t) {
+      document.querySelectorAll("[data-measure-table]").forEach(function (t) {
         t.hidden = t.getAttribute("data-measure-table") !== key;
       });
-      document.querySelectorAll("table[data-query-table]").forEach(function (t) {
+      document.querySelectorAll("[data-query-table]").forEach(function (t) {
         t.hidden = t.getAttribute("data-query-table") !== key;
       });
     }

@@ -38,6 +38,6 @@ def test_a_run_for_another_collection_is_refused_over_the_api(api_world, api_cli
     assert (report["unknown_query_ids"], report["unknown_query_lines_skipped"]) == (1, 1)
     assert report["queries_not_in_collection"] == ["Z"]
     assert report["unknown_item_ids"] == 0
-    assert report["unknown_ids"].startswith("1 unknown query id(s): their 1 line(s) were skipped")
+    assert report["unknown_ids"].startswith("1 unknown query id: their 1 line was skipped")
     assert stored.json()["stages"][0]["n_queries"] == 1
     assert not Item.objects.filter(external_id="zzz").exists()

@@ -123,7 +123,7 @@ def run_acceptance(page) -> None:
     expect(page.locator(".job-state")).to_have_text("done", timeout=JOB_TIMEOUT_MS)
     expect(page.get_by_role("status")).to_contain_text("Imported run 'acceptance'")
     expect(page.locator(".job-details")).to_contain_text(
-        "pool depth 10: 1 unjudged items found, 1 new to the review queue"
+        "pool depth 10: 1 unjudged item found, 1 new to the review queue"
     )
 
     # Freeze: the new unjudged marker makes v2.

@@ -161,8 +161,8 @@ def test_comparison_page_shows_the_paired_statistics(page, login, tmp_path):
         )
     assert chart_drawn(page, "chart-diffs")
     page.locator("#diff-measure").select_option("AP")
-    expect(page.locator('table[data-measure-table="AP"]')).to_be_visible()
-    expect(page.locator('table[data-measure-table="R@5"]')).to_be_hidden()
+    expect(page.locator('[data-measure-table="AP"]')).to_be_visible()
+    expect(page.locator('[data-measure-table="R@5"]')).to_be_hidden()
     screenshot(page, "compare")
 
 

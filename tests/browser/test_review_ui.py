@@ -66,7 +66,10 @@ def test_reviewer_labels_three_items_by_keyboard_and_undoes_one(page, login, han
     page.goto("/c/handbook/review/")
     expect(page.locator(".query-text")).to_have_text("How long can a VPN session stay idle?")
     expect(page.locator(".item-text mark").first).to_have_text("idle")
-    expect(page.get_by_text("run bm25, rank 1")).to_be_visible()
+    # no run bm25 is stored in this collection: the source says so (issue 24 item 13)
+    expect(
+        page.get_by_text("run bm25 (named by imported labels; no such run is stored here), rank 1")
+    ).to_be_visible()
     # A marker on the window survives only if no key reloads the page.
     page.evaluate("window.__sameDocument = true")
 

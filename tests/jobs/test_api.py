@@ -71,8 +71,9 @@ def test_a_large_upload_answers_202_with_location_then_the_job_shows_the_run(
         "unknown_query_ids": 0,
         "unknown_query_lines_skipped": 0,
         "unknown_item_ids": 0,
+        "unknown_item_ids_beyond_depth": 0,
     }
-    assert "pool depth 10: 1 unjudged items found, 1 new to the review queue" in " ".join(
+    assert "pool depth 10: 1 unjudged item found, 1 new to the review queue" in " ".join(
         job["result"]["details"]
     )
 

@@ -199,12 +199,46 @@ def test_bulk_no_answer_refuses_queries_with_relevant_items(
         status=QueryStatus.NO_ANSWER,
         by=reviewer_ana,
     )
-    assert done.change == ["q-non", "q-none"]
-    assert [q for q, _ in done.refused] == ["q-done", "q-rel"]
+    # q-none has nothing judged: confirming "no answer" for it is not a bulk action
+    assert done.change == ["q-non"]
+    assert [q for q, _ in done.refused] == ["q-done", "q-none", "q-rel"]
+    assert dict(done.refused)["q-none"] == (
+        "query 'q-none' has nothing judged yet; confirm it has no answer on its own query "
+        "page, after searching the collection"
+    )
     with pytest.raises(InvariantError):
         set_query_statuses(
             collection=collection_graded, query_ids=["q-rel"], status="bogus", by=reviewer_ana
         )
+
+
+def test_bulk_no_answer_refuses_a_query_with_items_still_queued_and_the_preview_says_so(
+    client, collection_graded, three_statuses, reviewer_ana
+):
+    """Issue 24 item 2: on main a query with nothing judged and items queued was offered
+    "confirmed no answer" in bulk; the queue offers it only after every item is judged."""
+    set_membership(collection=collection_graded, user=reviewer_ana, role="reviewer")
+    q_non = three_statuses["q-non"]
+    for name in ("queued-1", "queued-2"):
+        item = make_item(collection_graded, external_id=name)
+        queue_unjudged(collection=collection_graded, pairs=[(q_non.pk, item.pk, 1)], source="run")
+    client.force_login(reviewer_ana)
+
+    preview = client.get(
+        url("collection", collection_graded, "?status=unreviewed&bulk=no_answer")
+    ).content.decode()
+    applied = client.post(
+        url("bulk-status", collection_graded),
+        {"new_status": "no_answer", "status": "unreviewed", "tag": ""},
+    )
+
+    assert "<strong>0 queries</strong> would change" in preview
+    assert "query &#x27;q-non&#x27; still has 2 items queued for review" in preview
+    assert "query &#x27;q-none&#x27; has nothing judged yet" in preview
+    assert "Apply to" not in preview
+    assert applied.status_code == 302
+    statuses = dict(collection_graded.queries.values_list("external_id", "status"))
+    assert statuses["q-non"] == statuses["q-none"] == "unreviewed"
 
 
 # -- the pages ------------------------------------------------------------------------------
@@ -289,7 +323,7 @@ def test_the_bulk_action_previews_then_applies(
 ):
     page = ana_client.get(url("collection", collection_graded, "?status=unreviewed&bulk=relevant"))
     html = page.content.decode()
-    assert "<strong>1</strong> query would change" in html
+    assert "<strong>1 query</strong> would change" in html
     assert "<strong>2</strong> would be refused" in html
     assert "Apply to 1 query" in html
     assert (

@@ -686,7 +686,7 @@ def test_freeze_snapshot_command_reports_the_version_its_counts_and_hash(tiny, r
 
     digest = sha256(canonical_text())
     assert re.fullmatch(
-        r"Froze 'health-graded' v1 in \d+\.\d s: 5 judgments, 3 queries, 1 unjudged markers\.\n"
+        r"Froze 'health-graded' v1 in \d+\.\d s: 5 judgments, 3 queries, 1 unjudged marker\.\n"
         rf"sha256:{digest}\n",
         out,
     )

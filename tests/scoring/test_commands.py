@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from judgments.models import Item, Query
-from judgments.services import freeze_snapshot, record_judgment
+from judgments.services import freeze_snapshot, record_judgment, set_query_status
 from scoring.models import Evaluation, Run, UnitMapping
 
 from .conftest import RECALL_EXAMPLE
@@ -39,7 +39,7 @@ def test_import_run_reports_stages_pool_and_progress(recall_v1, run_command) -> 
     assert "  stage default: 3 queries, 8 rows, depth 4\n" in out
     # Within pool depth 10, only (C, y) has no judgment.
     assert (
-        "  pool depth 10: 1 unjudged items found, 1 new to the review queue, "
+        "  pool depth 10: 1 unjudged item found, 1 new to the review queue, "
         "0 placeholder items created"
     ) in out
     # Off a terminal (here: a StringIO) there is no progress bar at all.
@@ -86,7 +86,7 @@ def test_import_run_quiet_and_multi_stage(recall_v1, run_command, write_file) ->
     # Z's line is left out: candidates A (3) + B (2), context A (1) + B (1).
     assert "  stage candidates: 2 queries, 5 rows, depth 3\n" in out
     assert "  stage context: 2 queries, 2 rows, depth 1\n" in out
-    assert "  unknown ids: 1 unknown query id(s): their 1 line(s) were skipped; " in out
+    assert "  unknown ids: 1 unknown query id: their 1 line was skipped; " in out
     assert "  skipped queries: Z\n" in out
 
 
@@ -126,12 +126,12 @@ def test_score_defaults_to_the_latest_snapshot_and_says_so(example_run, run_comm
         f"snapshot: v2 sha256:{v2.content_hash[:12]} (the latest; pass --snapshot N to pin another)"
     ) in lines
     # v2: C's G = {e, y}; macro R@2 = (1/3 + 1 + 1/2)/3 = 11/18, pooled 3/6.
-    assert f"{'R@2':<14}{'0.6111':>20}{'0.5000':>20}" in lines
+    assert f"{'R@2':<14}{'0.6111':>20}{'0.5000':>20}{3:>7}" in lines
 
     out, _ = run_command("score", "recall-example", "example", "--k", "2", "--snapshot", "1")
     assert "snapshot: v1 sha256:" in out and "the latest" not in out
     # v1: the founding numbers, macro 4/9, pooled 2/5.
-    assert f"{'R@2':<14}{'0.4444':>20}{'0.4000':>20}" in out.splitlines()
+    assert f"{'R@2':<14}{'0.4444':>20}{'0.4000':>20}{3:>7}" in out.splitlines()
 
     out, _ = run_command("score", "recall-example", "example", "--k", "2", "--snapshot", "1")
     assert "(same inputs as before: stored result)" in out.splitlines()[0]
@@ -173,12 +173,16 @@ def test_score_rel_level_defaults_to_the_snapshots_relevant_grade(example_run, r
 
 
 def test_score_prints_undefined_not_zero(example_run, run_command) -> None:
-    # Binary scale: at --rel-level 2 no query has a relevant item.
-    out, _ = run_command("score", "recall-example", "example", "--k", "2", "--rel-level", "2")
+    # Every query back to unreviewed in v2: none is scorable. (A threshold above the
+    # scale, which did this before, is refused now: test_parameter_bounds.)
+    for query in Query.objects.filter(collection=example_run.collection):
+        set_query_status(query=query, status="unreviewed", by=None)
+    freeze_snapshot(collection=example_run.collection, by=None, note="nothing reviewed")
+    out, _ = run_command("score", "recall-example", "example", "--k", "2", "--snapshot", "2")
     lines = out.splitlines()
-    assert "queries: 0 scorable; excluded: no_relevant_judgments 3; empty ranking: 0" in lines
+    assert "queries: 0 scorable; excluded: unreviewed 3; empty ranking: 0" in lines
     assert "status: undefined — no scorable query, so every aggregate is undefined (not 0)" in lines
-    assert f"{'R@2':<14}{'undefined':>20}{'undefined':>20}" in lines
+    assert f"{'R@2':<14}{'undefined':>20}{'undefined':>20}{0:>7}" in lines
 
 
 def test_score_a_stage_of_a_multi_stage_run(recall_v1, run_command, write_file) -> None:

@@ -67,7 +67,7 @@ def test_upload_through_the_form_runs_a_job_that_says_what_was_pooled(client, ev
     assert page.status_code == 200
     shown = text(page)
     assert "State: done" in shown and "Imported run 'formed': 1 stage, 8 lines." in shown
-    assert "pool depth 10: 1 unjudged items found, 1 new to the review queue" in shown
+    assert "pool depth 10: 1 unjudged item found, 1 new to the review queue" in shown
     runs = text(client.get("/c/recall-example/runs/"))
     assert "formed" in runs and "default (4)" in runs
 

@@ -102,8 +102,8 @@ def test_report_page_shows_44_44_and_40_00_side_by_side_with_the_weights(client,
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert row_html(html, "data-measure", "R@2").endswith("44.44% 40.00%")
-    assert row_html(html, "data-measure", "AnyHit@2").endswith("66.67% —")
+    assert row_html(html, "data-measure", "R@2").endswith("44.44% 40.00% 3")
+    assert row_html(html, "data-measure", "AnyHit@2").endswith("66.67% — 3")
     weights = re.search(r'<details class="weights".*?</details>', html, re.S).group(0)
     assert row_html(weights, "data-query", "A") == "A 3 60.00% 33.33%"
     assert row_html(weights, "data-query", "B") == "B 1 20.00% 33.33%"
@@ -184,8 +184,12 @@ def test_undefined_aggregates_are_shown_as_undefined_never_zero(client, example)
     html = client.get(f"/c/{collection.slug}/evaluations/{undefined.pk}/").content.decode()
     text = report_csv(build_report(undefined))
 
-    assert row_html(html, "data-measure", "R@2").endswith("undefined undefined")
-    assert row_html(html, "data-measure", "nDCG@2").endswith("undefined —")
+    assert row_html(html, "data-measure", "R@2").endswith(
+        "undefined (no scorable query: see the query accounting) undefined 0"
+    )
+    assert row_html(html, "data-measure", "nDCG@2").endswith(
+        "undefined (no scorable query: see the query accounting) — 0"
+    )
     assert "No scorable query." in html
     assert 'data-count="excluded:no_relevant_judgments">3<' in html
     assert "aggregate,,R@2,macro,undefined" in text
@@ -206,8 +210,8 @@ def test_bounds_policy_shows_the_interval(client, example):
 
     # By hand (fixtures/recall-example/README.md): y, C's unjudged item at rank 2, taken as
     # relevant makes C's R@2 1/2 (|G| 2): macro [4/9, 11/18], pooled [2/5, 3/6].
-    assert row_html(html, "data-measure", "R@2").endswith("[44.44%, 61.11%] [40.00%, 50.00%]")
-    assert row_html(html, "data-measure", "Judged@2").endswith("83.33% —")
+    assert row_html(html, "data-measure", "R@2").endswith("[44.44%, 61.11%] [40.00%, 50.00%] 3")
+    assert row_html(html, "data-measure", "Judged@2").endswith("83.33% — 3")
     assert "each label-dependent number is an interval" in html
 
 

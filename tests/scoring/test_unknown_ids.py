@@ -85,8 +85,7 @@ def test_skipping_unknown_queries_stores_the_rest_and_counts_them(collection, wr
     assert not Item.objects.filter(external_id="zzz").exists()  # Z's item: no placeholder
     assert report.unknown.item_ids == 0
     assert report.unknown.describe(collection) == (
-        "2 unknown query id(s): their 3 line(s) were skipped; no unknown item id within the "
-        "pool depth 1"
+        "2 unknown query ids: their 3 lines were skipped; no unknown item id, at any rank"
     )
 
 
@@ -103,7 +102,29 @@ def test_unknown_items_in_the_pool_become_placeholders(collection, write_file):
     assert report.unknown.item_ids == report.placeholders_created == 1
     assert Item.objects.get(collection=collection, external_id="n1").placeholder
     assert not Item.objects.filter(external_id="n2").exists()
-    assert "1 unknown item id(s) within the pool depth 1: created as placeholder" in (
+    # Issue 24 item 4: n2, ranked only below the depth, is counted and said too (on main
+    # the answer named the pool depth only).
+    assert report.unknown.item_ids_beyond == 1
+    assert report.unknown.describe(collection) == (
+        "no unknown query id; 2 unknown item ids: 1 within the pool depth 1 (created as "
+        "placeholder items to judge); 1 ranked only below it (kept in the run as ranked, "
+        "unjudged: scored as the unjudged policy says, and queued if a deeper pool reaches "
+        "them)"
+    )
+
+
+def test_unknown_items_only_below_the_depth_are_counted(collection, write_file):
+    """Many ids the collection lacks, every one below the pool depth: on main the answer
+    said "no unknown item id within the pool depth" and nothing more."""
+    lines = "".join(
+        f"q{q} Q0 {'d1' if r == 1 else f'x{q}-{r}'} {r} {100 - r} t\n"
+        for q in (1, 2)
+        for r in range(1, 51)
+    )
+    report = import_run(collection=collection, path=write_file("deep.trec", lines), name="deep")
+
+    assert (report.unknown.item_ids, report.unknown.item_ids_beyond) == (0, 98)
+    assert "98 unknown item ids: none within the pool depth 1; 98 ranked only below it" in (
         report.unknown.describe(collection)
     )
 

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from jobs.api import JOB_ACCEPTED, job_accepted
 from judgments.models import Collection, Membership, Role
 from judgments.selectors import collections_for, collections_with_progress
-from judgments.services import set_member_role, update_collection_settings
+from judgments.services import set_member_access, set_member_role, update_collection_settings
 from judgments.tasks import start_collection_import
 
 from .. import serializers as s
@@ -86,7 +86,7 @@ MEMBER_CONFLICT = error(
         responses={201: s.MemberSerializer, 409: MEMBER_CONFLICT},
     ),
     partial_update=extend_schema(
-        summary="Change a member's role (admin).",
+        summary="Change a member's role or adjudicator capability (admin).",
         request=s.MemberRoleInput,
         responses={200: s.MemberSerializer, 409: MEMBER_CONFLICT},
     ),
@@ -129,8 +129,11 @@ class MemberViewSet(
                 f"{user.get_username()} is a member already, as {held.role}; change the role "
                 f"with PATCH /api/collections/{slug}/members/{user.get_username()}/",
             )
-        membership = set_member_role(
-            collection=self.collection, user=user, role=data.validated_data["role"]
+        membership = set_member_access(
+            collection=self.collection,
+            user=user,
+            role=data.validated_data["role"],
+            can_adjudicate=data.validated_data.get("can_adjudicate"),
         )
         return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
 
@@ -138,8 +141,11 @@ class MemberViewSet(
         membership = self.get_object()
         data = s.MemberRoleInput(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = set_member_role(
-            collection=self.collection, user=membership.user, role=data.validated_data["role"]
+        membership = set_member_access(
+            collection=self.collection,
+            user=membership.user,
+            role=data.validated_data.get("role", membership.role),
+            can_adjudicate=data.validated_data.get("can_adjudicate"),
         )
         return Response(self.get_serializer(membership).data)
 

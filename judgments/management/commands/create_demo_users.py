@@ -10,6 +10,7 @@ users are left alone.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.conf import settings
@@ -19,13 +20,20 @@ from django.db import transaction
 
 # (username, superuser and staff); each password is the username.
 DEMO_USERS = (("admin", True), ("reviewer", False), ("evaluator", False))
-SITE_URL = "http://127.0.0.1:8000/"
+
+
+def site_url() -> str:
+    """Where ``make run`` serves the demo: its HOST and PORT (the Makefile passes them on;
+    ``make run PORT=8101`` must not print 8000)."""
+    host = os.environ.get("HOST") or "127.0.0.1"
+    port = os.environ.get("PORT") or "8000"
+    return f"http://{host}:{port}/"
 
 
 def demo_logins_text() -> str:
     logins = "\n".join(f"  {name} / {name}" for name, _ in DEMO_USERS)
     return (
-        f"Demo logins at {SITE_URL} (DEMO ONLY: each password is the username; never "
+        f"Demo logins at {site_url()} (DEMO ONLY: each password is the username; never "
         f"create these users on a server others can reach):\n{logins}"
     )
 

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from jobs.progress import command_progress
 from judgments.management.arguments import collection_named, user_named
 from judgments.services import VerityError, freeze_snapshot
+from judgments.wording import counted
 
 
 class Command(BaseCommand):
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"Froze '{collection.slug}' v{snapshot.number} in {took:.1f} s: "
-            f"{snapshot.n_judgments} judgments, {snapshot.n_queries} queries, "
-            f"{snapshot.n_unjudged} unjudged markers.\nsha256:{snapshot.content_hash}"
+            f"{counted(snapshot.n_judgments, 'judgment')}, {counted(snapshot.n_queries, 'query')}, "
+            f"{snapshot.unjudged_summary}.\nsha256:{snapshot.content_hash}"
             + (f"\nLabels: {snapshot.label_sources}." if snapshot.model_labels else "")
         )

@@ -26,7 +26,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judgments import formats
 from judgments.management.arguments import file_bytes, user_named
-from judgments.models import LabelingUnit
+from judgments.models import Collection, LabelingUnit
 from judgments.services import ImportReport, VerityError, import_collection_data
 
 STATUS_RULES = ("from-qrels", "unreviewed")
@@ -105,6 +105,14 @@ class Command(BaseCommand):
         if options["assessor"]:
             bundle.credit_to(options["assessor"])
         bundle.collection = self._collection(bundle, options)
+        if Collection.objects.filter(slug=options["slug"]).exists():
+            # The shared refusal says "drop --create", an option this command lacks.
+            raise CommandError(
+                f"collection '{options['slug']}' exists already, and import_trec makes a new "
+                "one: choose another slug, or add these qrels to it with "
+                f"'manage.py import_collection --collection {options['slug']} --qrels "
+                f"{options['qrels']}' (with --assessor NAME for one assessor's labels)"
+            )
         try:
             report = import_collection_data(
                 data=bundle,

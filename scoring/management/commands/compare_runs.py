@@ -32,7 +32,13 @@ from scoring.reports import (
     fmt_number,
     fmt_p,
 )
-from scoring.selectors import evaluation_in, run_by_name, stage_of
+from scoring.selectors import (
+    ScoringInputError,
+    evaluation_in,
+    refuse_cli_parameters,
+    run_by_name,
+    stage_of,
+)
 from scoring.services import score_run_stage
 
 
@@ -121,6 +127,11 @@ class Command(BaseCommand):
             ).first()
             if mapping is None:
                 raise CommandError(f"'{collection.slug}' has no unit mapping v{options['mapping']}")
+        for snapshot in {snapshot_a, snapshot_b}:
+            try:
+                refuse_cli_parameters(snapshot, ks=options["k"], rel_level=options["rel_level"])
+            except ScoringInputError as exc:
+                raise CommandError(str(exc)) from None
         scored = []
         for name, snapshot in ((name_a, snapshot_a), (name_b, snapshot_b)):
             run = run_by_name(collection, name)

@@ -23,7 +23,13 @@ from scoring import engine
 from scoring.engine.params import parse_ks
 from scoring.models import Run, RunStage, UnitMapping
 from scoring.reports import build_report, report_csv
-from scoring.selectors import evaluation_report, run_by_name, stage_of
+from scoring.selectors import (
+    ScoringInputError,
+    evaluation_report,
+    refuse_cli_parameters,
+    run_by_name,
+    stage_of,
+)
 from scoring.services import score_run_stage
 
 
@@ -83,6 +89,7 @@ class Command(BaseCommand):
                         f"'{collection.slug}' has no unit mapping v{options['mapping']}; "
                         + (f"it has {have}" if have else "import one with manage.py import_mapping")
                     )
+            refuse_cli_parameters(snapshot, ks=options["k"], rel_level=options["rel_level"])
             params = engine.EvalParams(
                 ks=options["k"],
                 measures=tuple(m.strip() for m in options["measures"].split(",") if m.strip())
@@ -107,6 +114,7 @@ class Command(BaseCommand):
             Run.DoesNotExist,
             RunStage.DoesNotExist,
             engine.EngineError,
+            ScoringInputError,
             VerityError,
         ) as exc:
             raise CommandError(str(exc)) from None
@@ -147,7 +155,14 @@ class Command(BaseCommand):
             w("status: undefined — no scorable query, so every aggregate is undefined (not 0)")
         w("aggregation: macro = mean over scorable queries; pooled = Σ hits / Σ |G| (recall)")
         w("")
-        w(f"{'measure':<14}{'macro':>20}{'pooled':>20}")
+        w(f"{'measure':<14}{'macro':>20}{'pooled':>20}{'n':>7}")
+        notes = []
         for name, agg in r["aggregates"].items():
             pooled = _value(agg["pooled"]) if "pooled" in agg else ""
-            w(f"{name:<14}{_value(agg.get('macro')):>20}{pooled:>20}")
+            n = agg.get("n", c["scorable"])
+            mark = " *" if agg.get("n_reason") else ""
+            w(f"{name:<14}{_value(agg.get('macro')):>20}{pooled:>20}{n:>7}{mark}")
+            if agg.get("n_reason"):
+                notes.append(f"* {name}: n = {n}, {agg['n_reason']}")
+        for note in notes:
+            w(note)
