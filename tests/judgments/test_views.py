@@ -581,7 +581,8 @@ def test_queue_page_query_count_does_not_grow_with_the_data(
     task = ReviewTask.objects.get(status=TaskStatus.CLAIMED)
     with django_assert_max_num_queries(16):
         ana_client.get(url("review", collection_graded))
-    with django_assert_max_num_queries(32):
+    # 34 on PostgreSQL (its savepoints and the collection's FOR SHARE), fewer on SQLite
+    with django_assert_max_num_queries(34):
         ana_client.post(
             url("review-judge", collection_graded), {"task": task.pk, "grade": 0}, **JSON
         )
