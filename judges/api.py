@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from jobs.api import JOB_ACCEPTED, job_accepted
 from judgments.api.permissions import CollectionScoped
 from judgments.models import Role
+from judgments.selectors import may
 
 from .models import JudgeConfig, Proposal
 from .selectors import calibration_of, judge_named, proposals_of
@@ -45,9 +46,25 @@ class ProposalSerializer(serializers.ModelSerializer):
             "state",
             "failure_reason",
             "attempts",
+            "prompt_tokens",
+            "completion_tokens",
             "job",
             "created_at",
         ]
+        extra_kwargs = {
+            "raw_answer": {
+                "help_text": "The server's answer as received (cut to 16,000 characters); "
+                "only for evaluators and admins: absent for reviewers."
+            }
+        }
+
+    def to_representation(self, instance: Proposal) -> dict[str, object]:
+        data = super().to_representation(instance)
+        if not self.context.get("sees_raw", False):
+            # What a model server answered is for the people who configure and run
+            # judges, not for every reviewer (issue 22: it once held internal pages).
+            data.pop("raw_answer", None)
+        return data
 
 
 class ProposeInput(serializers.Serializer):
@@ -81,6 +98,12 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
         if self.schema_only():
             return Proposal.objects.none()
         return proposals_of(self.collection, self.judge().name).order_by("-created_at", "-pk")
+
+    def get_serializer_context(self) -> dict[str, object]:
+        context = super().get_serializer_context()
+        if not self.schema_only():
+            context["sees_raw"] = may(self.request.user, self.collection, Role.EVALUATOR)
+        return context
 
     @extend_schema(
         summary="Start a judging job (evaluator): 202 with Location: /api/jobs/<id>/.",

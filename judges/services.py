@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from jobs.progress import Progress
 from judgments.extensions import ModelLabel
 from judgments.models import Collection, Item, Judgment, Query
 
-from . import selectors
+from . import egress, selectors
 from .models import DecisionOutcome, JudgeConfig, Proposal, ProposalDecision, ProposalState
 from .prompts import fill_prompt
 from .providers import Outcome
@@ -119,6 +120,20 @@ def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, d
         )
     except KeyError as exc:
         raise JudgeError(str(exc.args[0])) from None
+    # Checked again here, not only when saved: a judge saved before the operator's rules
+    # (or before they changed) must not send a secret or reach a host they refuse.
+    try:
+        judge.clean_fields(exclude=["collection"])
+        judge.clean()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items()
+        )
+        raise JudgeError(
+            f"judge '{judge.name}' cannot run as configured ({problems}); edit the judge"
+        ) from None
+    if not judge.base_url or not judge.model:
+        raise JudgeError(f"judge '{judge.name}' needs a base URL and a model name")
     key = ""
     if judge.api_key_env:
         key = os.environ.get(judge.api_key_env, "")
@@ -127,10 +142,9 @@ def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, d
                 f"judge '{judge.name}' reads its API key from the environment variable "
                 f"{judge.api_key_env}, which is not set where this runs; set it, then retry"
             )
-    if not judge.base_url or not judge.model:
-        raise JudgeError(f"judge '{judge.name}' needs a base URL and a model name")
     asker = ChatJudge(
-        base_url=judge.base_url,
+        target=egress.checked_target(judge.base_url, resolve=False),
+        allow=egress.allow_list(),
         model=judge.model,
         prompt=prompt,
         grades=collection.grades,
@@ -141,6 +155,7 @@ def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, d
         request_budget=judge.request_budget,
         backoff=judge.backoff,
         temperature=judge.temperature,
+        max_tokens=judge.max_tokens,
     )
     return asker, prompt.hash, judge.params()
 
@@ -201,6 +216,8 @@ def store_proposals(*, collection: Collection, asked: Asked, job: Any = None) ->
             state=ProposalState.OK if o.grade is not None else ProposalState.FAILED,
             failure_reason=o.failure,
             attempts=o.attempts,
+            prompt_tokens=o.prompt_tokens,
+            completion_tokens=o.completion_tokens,
             job=job,
         )
         for o in asked.outcomes

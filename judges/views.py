@@ -86,6 +86,7 @@ class JudgeConfigForm(forms.ModelForm):
             "request_budget",
             "backoff",
             "temperature",
+            "max_tokens",
             "prompt_version",
             "show_in_queue",
         ]
@@ -160,7 +161,13 @@ def proposal_list(request: HttpRequest, collection: Collection, judge: str) -> H
     return render(
         request,
         "judges/proposals.html",
-        {"collection": collection, "judge": config, "page": page},
+        {
+            "collection": collection,
+            "judge": config,
+            "page": page,
+            # Raw answers and the failure reasons quoting them: evaluators and admins.
+            "sees_raw": may(request.user, collection, Role.EVALUATOR),
+        },
     )
 
 
