@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -108,7 +108,10 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
     @extend_schema(
         summary="Start a judging job (evaluator): 202 with Location: /api/jobs/<id>/.",
         request=ProposeInput,
-        responses={202: JOB_ACCEPTED},
+        responses={
+            202: JOB_ACCEPTED,
+            409: OpenApiResponse(description="A job of this judge is queued or running."),
+        },
     )
     def post(self, request: Request, slug: str, judge: str) -> Response:
         data = ProposeInput(data=request.data)
@@ -121,14 +124,17 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
                 pairs = pairs_from_lines(self.collection, text, "pairs")
             except JudgeError as exc:
                 raise serializers.ValidationError({"pairs": str(exc).splitlines()}) from None
-        job = start_proposals(
-            collection=self.collection,
-            judge=config.name,
-            pairs=pairs,
-            include_judged=data.validated_data["include_judged"],
-            limit=data.validated_data.get("limit"),
-            by=request.user,
-        )
+        try:
+            job = start_proposals(
+                collection=self.collection,
+                judge=config.name,
+                pairs=pairs,
+                include_judged=data.validated_data["include_judged"],
+                limit=data.validated_data.get("limit"),
+                by=request.user,
+            )
+        except JudgeError as exc:
+            return Response({"detail": str(exc)}, status=409)
         return job_accepted(job)
 
 

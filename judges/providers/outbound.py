@@ -254,16 +254,19 @@ def post_json(
                 sock.close()
                 last = exc
                 continue
+            opened.append(sock)
             return sock
         raise last or OSError(f"cannot connect to {target.host}:{target.port}")
 
+    # The socket as connected: http.client lets go of conn.sock once the response owns
+    # the connection (HTTP/1.0, "Connection: close"), but the deadline must still end it.
+    opened: list[socket.socket] = []
     conn._create_connection = connect  # type: ignore[attr-defined]
     expired = threading.Event()
 
     def expire() -> None:
         expired.set()
-        sock = conn.sock
-        if sock is not None:
+        for sock in opened:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
@@ -312,6 +315,8 @@ def post_json(
     finally:
         watchdog.cancel()
         conn.close()
+        for sock in opened:
+            sock.close()
 
 
 _tls: ssl.SSLContext | None = None
