@@ -67,12 +67,19 @@ class ProposalSerializer(serializers.ModelSerializer):
         return data
 
 
+#: Most pairs one judging request names or asks for (a bigger job is several jobs).
+MAX_PAIRS = 100_000
+
+
 class ProposeInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_PAIRS, required=False)
     include_judged = serializers.BooleanField(default=False)
     pairs = serializers.ListField(
-        child=serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2),
+        child=serializers.ListField(
+            child=serializers.CharField(max_length=1000), min_length=2, max_length=2
+        ),
         required=False,
+        max_length=MAX_PAIRS,
         help_text='[["QUERY_ID", "ITEM_ID"], …] instead of the pooled unjudged pairs',
     )
 

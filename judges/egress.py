@@ -20,7 +20,12 @@ _KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
 
 
 def allow_list() -> AllowList:
-    return AllowList.parse(getattr(settings, "VERITY_JUDGE_HOSTS", []))
+    """The parsed allow-list; ``OutboundRefused`` when an entry cannot be read (so a
+    typo of the operator's refuses every judge, with the reason, instead of a 500)."""
+    try:
+        return AllowList.parse(getattr(settings, "VERITY_JUDGE_HOSTS", []))
+    except ValueError as exc:
+        raise OutboundRefused(f"{exc}; the server's operator must correct it") from None
 
 
 def key_env_problem(name: str) -> str:

@@ -266,3 +266,12 @@ def test_private_addresses_need_listing():
         AllowList.parse(["bad host!"])
     with pytest.raises(OutboundRefused):
         normalise("http://a.example/v1 x")
+
+
+def test_a_bad_allow_list_entry_refuses_with_its_reason(collection_graded, admin_client, settings):
+    settings.VERITY_JUDGE_HOSTS = ["models.example.org:http"]
+    response = admin_client.post(f"/c/{collection_graded.slug}/judges/new/", _form())
+    assert response.status_code == 200
+    assert "'models.example.org:http' has no valid port" in " ".join(
+        response.context["form"].errors["base_url"]
+    )
