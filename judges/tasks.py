@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 from django_tasks import task
 
-from jobs.models import Job, JobKind
+from jobs.models import Job, JobKind, JobState
 from jobs.progress import JobProgress
 from jobs.runner import complete, run_job
 from jobs.services import JobFailed, create_job
@@ -73,9 +74,34 @@ def _create(
     )
 
 
+def _earlier_running(job: Job) -> Job | None:
+    """Another running job of the same judge that started first. ``start_proposals``
+    refuses a second job, but a retry (``jobs.services.retry_job``) or a job queued
+    before that check can still meet one: the later one then asks nothing."""
+    return (
+        Job.objects.filter(
+            kind=JobKind.JUDGING,
+            collection_id=job.collection_id,
+            state=JobState.RUNNING,
+            params__judge=job.params.get("judge"),
+        )
+        .exclude(pk=job.pk)
+        .filter(Q(started_at__lt=job.started_at) | Q(started_at=job.started_at, pk__lt=job.pk))
+        .order_by("started_at", "pk")
+        .first()
+    )
+
+
 def _propose(job: Job, progress: JobProgress) -> None:
     collection = Collection.objects.get(pk=job.collection_id)
     p = job.params
+    earlier = _earlier_running(job)
+    if earlier is not None:
+        raise JobFailed(
+            f"judge '{p.get('judge')}' is already asking in job #{earlier.pk}; this job asked "
+            "nothing, so that the two do not ask the same pairs. Retry it when that one has "
+            "ended: it will ask only the pairs still without a proposal."
+        )
     try:
         judge = judge_named(collection, p["judge"])
         pairs = [tuple(x) for x in p["pairs"]] if p.get("pairs") is not None else None

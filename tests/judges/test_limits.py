@@ -198,6 +198,34 @@ def test_a_second_job_of_the_same_judge_is_refused(collection_graded, pool, judg
     start_proposals(collection=collection_graded, judge="local-baseline")
 
 
+def test_a_retried_job_meeting_a_running_one_asks_nothing(
+    collection_graded, pool, judge, chat_server, jobs_inline
+):
+    """A retry is a new job that start_proposals never saw: the worker checks too."""
+    from django.utils import timezone
+
+    from jobs.models import JobKind
+    from jobs.services import retry_job
+
+    def job(state: str) -> Job:
+        return Job.objects.create(
+            kind=JobKind.JUDGING,
+            collection=collection_graded,
+            state=state,
+            started_at=timezone.now(),
+            params={"judge": "tiny-llm", "pairs": None, "include_judged": False, "limit": None},
+            task_path="judges.tasks.proposals_task",
+        )
+
+    failed, running = job(JobState.FAILED), job(JobState.RUNNING)
+    with jobs_inline():
+        again = retry_job(failed)
+    again.refresh_from_db()
+    assert again.state == JobState.FAILED
+    assert f"already asking in job #{running.pk}; this job asked nothing" in again.error
+    assert chat_server.requests == [] and not Proposal.objects.exists()
+
+
 class Stop(BaseException):
     pass
 
