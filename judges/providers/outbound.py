@@ -323,12 +323,19 @@ _tls: ssl.SSLContext | None = None
 
 
 def _tls_context() -> ssl.SSLContext:
+    """Certificates checked against certifi's public CAs, or the bundle named by
+    ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE`` (a private CA), as requests did."""
     global _tls
     if _tls is None:
-        try:
-            import certifi
+        import os
 
-            _tls = ssl.create_default_context(cafile=certifi.where())
-        except ImportError:  # pragma: no cover - requests brings certifi
-            _tls = ssl.create_default_context()
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE")
+        if not bundle:
+            try:
+                import certifi
+
+                bundle = certifi.where()
+            except ImportError:  # pragma: no cover - requests brings certifi
+                bundle = None
+        _tls = ssl.create_default_context(cafile=bundle)
     return _tls
