@@ -246,6 +246,12 @@ VERITY_JOB_STALE_SECONDS = float(os.environ.get("VERITY_JOB_STALE_SECONDS", "60"
 VERITY_INLINE_MAX_BYTES = int(os.environ.get("VERITY_INLINE_MAX_BYTES", str(2 * 1024**2)))
 VERITY_INLINE_MAX_ROWS = int(os.environ.get("VERITY_INLINE_MAX_ROWS", "200000"))
 
+# Model judges (judges/egress.py, docs/DEPLOY.md "Model judges"): the hosts a judge may
+# call (host, host:port, an address or a network that may then be private), and extra
+# environment variables a judge may read its key from besides VERITY_JUDGE_KEY_*.
+VERITY_JUDGE_HOSTS = env_list("VERITY_JUDGE_HOSTS")
+VERITY_JUDGE_KEY_ENVS = env_list("VERITY_JUDGE_KEY_ENVS")
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"

@@ -19,6 +19,20 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     search_fields = ["name", "model"]
     readonly_fields = ["created_at"]
 
+    def get_deleted_objects(self, objs: Any, request: Any) -> Any:
+        """A judge whose labels its collection accepts at freeze (``model_labels``) is
+        shown as protected: deleting it would make every freeze fail."""
+        deleted, counts, perms, protected = super().get_deleted_objects(objs, request)
+        for judge in objs:
+            if judge.collection.model_labels == judge.name:
+                protected = [
+                    *protected,
+                    f"judge '{judge.name}' labels the pairs no person assessed at every "
+                    f"freeze of '{judge.collection.slug}' (its model_labels setting): choose "
+                    "another judge or none on the collection's judges page first",
+                ]
+        return deleted, counts, perms, protected
+
     def formfield_for_dbfield(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
         if db_field.name == "base_url":
             kwargs["assume_scheme"] = "https"  # Django 6's default, said now

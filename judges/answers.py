@@ -19,6 +19,12 @@ _REFUSAL = re.compile(
 )
 
 
+#: Longest answer read for a grade: the prompt asks for two lines, and ``max_tokens``
+#: bounds what a server may send; a longer text is not read (a grade at its end would
+#: be a guess about which of its numbers is meant).
+MAX_ANSWER_CHARS = 20_000
+
+
 @dataclass(frozen=True)
 class Reading:
     grade: int | None
@@ -29,6 +35,13 @@ class Reading:
 def read_answer(text: str, grades: Collection[int]) -> Reading:
     """The grade in ``text`` (``##final score: N``, or a bare integer) if it is on the
     scale ``grades``; otherwise a failure that says what was wrong."""
+    if len(text) > MAX_ANSWER_CHARS:
+        return Reading(
+            None,
+            "",
+            f"the answer is {len(text)} characters long, more than {MAX_ANSWER_CHARS}; "
+            "lower the judge's max_tokens",
+        )
     rationale_match = _RATIONALE.search(text)
     rationale = rationale_match.group(1).strip()[:2000] if rationale_match else ""
     found = _SCORE.search(text) or _BARE.match(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from jobs.api import JOB_ACCEPTED, job_accepted
 from judgments.api.permissions import CollectionScoped
 from judgments.models import Role
+from judgments.selectors import may
 
 from .models import JudgeConfig, Proposal
 from .selectors import calibration_of, judge_named, proposals_of
@@ -45,17 +46,40 @@ class ProposalSerializer(serializers.ModelSerializer):
             "state",
             "failure_reason",
             "attempts",
+            "prompt_tokens",
+            "completion_tokens",
             "job",
             "created_at",
         ]
+        extra_kwargs = {
+            "raw_answer": {
+                "help_text": "The server's answer as received (cut to 16,000 characters); "
+                "only for evaluators and admins: absent for reviewers."
+            }
+        }
+
+    def to_representation(self, instance: Proposal) -> dict[str, object]:
+        data = super().to_representation(instance)
+        if not self.context.get("sees_raw", False):
+            # What a model server answered is for the people who configure and run
+            # judges, not for every reviewer (issue 22: it once held internal pages).
+            data.pop("raw_answer", None)
+        return data
+
+
+#: Most pairs one judging request names or asks for (a bigger job is several jobs).
+MAX_PAIRS = 100_000
 
 
 class ProposeInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_PAIRS, required=False)
     include_judged = serializers.BooleanField(default=False)
     pairs = serializers.ListField(
-        child=serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2),
+        child=serializers.ListField(
+            child=serializers.CharField(max_length=1000), min_length=2, max_length=2
+        ),
         required=False,
+        max_length=MAX_PAIRS,
         help_text='[["QUERY_ID", "ITEM_ID"], …] instead of the pooled unjudged pairs',
     )
 
@@ -82,10 +106,19 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
             return Proposal.objects.none()
         return proposals_of(self.collection, self.judge().name).order_by("-created_at", "-pk")
 
+    def get_serializer_context(self) -> dict[str, object]:
+        context = super().get_serializer_context()
+        if not self.schema_only():
+            context["sees_raw"] = may(self.request.user, self.collection, Role.EVALUATOR)
+        return context
+
     @extend_schema(
         summary="Start a judging job (evaluator): 202 with Location: /api/jobs/<id>/.",
         request=ProposeInput,
-        responses={202: JOB_ACCEPTED},
+        responses={
+            202: JOB_ACCEPTED,
+            409: OpenApiResponse(description="A job of this judge is queued or running."),
+        },
     )
     def post(self, request: Request, slug: str, judge: str) -> Response:
         data = ProposeInput(data=request.data)
@@ -98,14 +131,17 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
                 pairs = pairs_from_lines(self.collection, text, "pairs")
             except JudgeError as exc:
                 raise serializers.ValidationError({"pairs": str(exc).splitlines()}) from None
-        job = start_proposals(
-            collection=self.collection,
-            judge=config.name,
-            pairs=pairs,
-            include_judged=data.validated_data["include_judged"],
-            limit=data.validated_data.get("limit"),
-            by=request.user,
-        )
+        try:
+            job = start_proposals(
+                collection=self.collection,
+                judge=config.name,
+                pairs=pairs,
+                include_judged=data.validated_data["include_judged"],
+                limit=data.validated_data.get("limit"),
+                by=request.user,
+            )
+        except JudgeError as exc:
+            return Response({"detail": str(exc)}, status=409)
         return job_accepted(job)
 
 

@@ -11,10 +11,28 @@ gives it to every collection.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from .prompts import TEMPLATES
+
 BASELINE_NAME = "local-baseline"
+#: Bounds of a judge's settings: what one job may ask of a model server and of a worker.
+MAX_CONCURRENCY = 32
+MAX_TIMEOUT = 600.0
+MAX_RETRIES = 10
+MAX_BACKOFF = 300.0
+MAX_REQUEST_BUDGET = 1_000_000
+MAX_TOKENS = 8192
+
+
+def _prompt_version_known(value: str) -> None:
+    if value not in TEMPLATES:
+        raise ValidationError(
+            f"no prompt template '{value}'; known versions: {', '.join(sorted(TEMPLATES))}"
+        )
 
 
 class Provider(models.TextChoices):
@@ -36,25 +54,53 @@ class JudgeConfig(models.Model):
     name = models.SlugField(max_length=100)
     provider = models.CharField(max_length=32, choices=Provider.choices, default=Provider.OPENAI)
     base_url = models.URLField(
-        blank=True, help_text="e.g. http://127.0.0.1:8080/v1 (…/chat/completions is added)"
+        blank=True,
+        help_text="e.g. http://127.0.0.1:8080/v1 (…/chat/completions is added); its host must "
+        "be in the server's VERITY_JUDGE_HOSTS",
     )
     model = models.CharField(max_length=200, blank=True)
     api_key_env = models.CharField(
         max_length=100,
         blank=True,
-        help_text="Name of the environment variable holding the API key (never the key).",
+        help_text="Name of the environment variable holding the API key (never the key): "
+        "VERITY_JUDGE_KEY_… or one the server's operator lists.",
     )
-    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
-    retries = models.PositiveSmallIntegerField(default=2, help_text="Extra attempts per pair.")
-    concurrency = models.PositiveSmallIntegerField(default=4)
+    timeout = models.FloatField(
+        default=60.0,
+        validators=[MinValueValidator(0.1), MaxValueValidator(MAX_TIMEOUT)],
+        help_text=f"Seconds per request, the whole answer included (0.1 to {MAX_TIMEOUT:g}).",
+    )
+    retries = models.PositiveSmallIntegerField(
+        default=2,
+        validators=[MaxValueValidator(MAX_RETRIES)],
+        help_text=f"Extra attempts per pair (0 to {MAX_RETRIES}).",
+    )
+    concurrency = models.PositiveSmallIntegerField(
+        default=4,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_CONCURRENCY)],
+        help_text=f"Requests in flight at once (1 to {MAX_CONCURRENCY}).",
+    )
     request_budget = models.PositiveIntegerField(
-        default=1000, help_text="At most this many requests per job, retries included."
+        default=1000,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_REQUEST_BUDGET)],
+        help_text="At most this many requests per job, retries included.",
     )
     backoff = models.FloatField(
-        default=1.0, help_text="Seconds before the first retry; doubled for each next one."
+        default=1.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(MAX_BACKOFF)],
+        help_text="Seconds before the first retry; doubled for each next one.",
     )
-    temperature = models.FloatField(default=0.0)
-    prompt_version = models.CharField(max_length=32, default="umbrela-v1")
+    temperature = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+    )
+    max_tokens = models.PositiveIntegerField(
+        default=512,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TOKENS)],
+        help_text="Longest answer asked for, in tokens (sent as max_tokens).",
+    )
+    prompt_version = models.CharField(
+        max_length=32, default="umbrela-v1", validators=[_prompt_version_known]
+    )
     show_in_queue = models.BooleanField(
         default=True,
         help_text="Show this judge's proposals in the review queue (never with several "
@@ -75,6 +121,25 @@ class JudgeConfig(models.Model):
     def __str__(self) -> str:
         return f"{self.collection_id}/{self.name}"
 
+    def clean(self) -> None:
+        """The operator's outbound rules (``judges.egress``): the form and the admin
+        refuse a URL or key variable they do not allow; a run checks them again."""
+        from . import egress
+
+        errors: dict[str, str] = {}
+        if self.is_baseline:
+            return
+        if self.base_url:
+            try:
+                self.base_url = egress.checked_target(self.base_url).base_url
+            except egress.OutboundRefused as exc:
+                errors["base_url"] = str(exc)
+        problem = egress.key_env_problem(self.api_key_env)
+        if problem:
+            errors["api_key_env"] = problem
+        if errors:
+            raise ValidationError(errors)
+
     @property
     def is_baseline(self) -> bool:
         return self.provider == Provider.LOCAL
@@ -91,6 +156,7 @@ class JudgeConfig(models.Model):
             "concurrency": self.concurrency,
             "request_budget": self.request_budget,
             "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
         }
 
 
@@ -104,6 +170,8 @@ class Proposal(models.Model):
 
     ``grade`` is null exactly when the proposal failed; ``failure_reason`` then says why
     (every attempt's reason, in order). Several proposals per pair are kept: one per job.
+    ``raw_answer`` is cut to ``providers.chat.RAW_ANSWER_CHARS`` and shown only to
+    evaluators and admins.
     """
 
     collection = models.ForeignKey(
@@ -123,6 +191,12 @@ class Proposal(models.Model):
     state = models.CharField(max_length=16, choices=ProposalState.choices)
     failure_reason = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=1)
+    prompt_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens of the prompts, all attempts, if the server said."
+    )
+    completion_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens of the answers, all attempts, if the server said."
+    )
     job = models.ForeignKey(
         "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -10,17 +10,19 @@ does both, for the management command.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from jobs.progress import Progress
 from judgments.extensions import ModelLabel
 from judgments.models import Collection, Item, Judgment, Query
 
-from . import selectors
+from . import egress, selectors
 from .models import DecisionOutcome, JudgeConfig, Proposal, ProposalDecision, ProposalState
 from .prompts import fill_prompt
 from .providers import Outcome
@@ -40,18 +42,97 @@ class Asked:
     prompt_hash: str
     params: dict[str, Any]
     outcomes: list[Outcome] = field(default_factory=list)
+    #: Said with the summary: e.g. that pairs graded by the judge's former model are
+    #: asked again.
+    note: str = ""
 
     @property
     def unasked(self) -> int:
         return sum(1 for o in self.outcomes if o.attempts == 0)
 
+    @property
+    def graded(self) -> int:
+        return sum(1 for o in self.outcomes if o.grade is not None)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for o in self.outcomes if o.attempts and o.grade is None)
+
+    @property
+    def all_failed(self) -> bool:
+        """Every pair asked failed (and at least one was asked): the judge, its server
+        or its key is wrong, not the pairs."""
+        return self.failed > 0 and self.graded == 0
+
+    def first_failure(self) -> str:
+        return next((o.failure for o in self.outcomes if o.attempts and o.failure), "")
+
     def summary(self, stored: int) -> str:
-        ok = sum(1 for o in self.outcomes if o.grade is not None)
-        failed = sum(1 for o in self.outcomes if o.attempts and o.grade is None)
-        text = f"{self.judge.name}: {stored} proposals stored ({ok} graded, {failed} failed)"
+        text = (
+            f"{self.judge.name}: {stored} proposals stored "
+            f"({self.graded} graded, {self.failed} failed)"
+        )
         if self.unasked:
             text += f"; {self.unasked} pairs not asked: the request budget was spent"
-        return text + "."
+        text += "."
+        if self.all_failed:
+            text += f" Every pair failed; the first: {self.first_failure()}"
+        if self.note:
+            text += f" {self.note}"
+        return text
+
+
+def model_of(judge: JudgeConfig) -> str:
+    """The model a judge's proposals record."""
+    if judge.is_baseline:
+        from .providers.baseline import MODEL
+
+        return MODEL
+    return judge.model
+
+
+def reasked_note(collection: Collection, judge: JudgeConfig, pairs: Sequence[Pair]) -> str:
+    """What a run says when it asks again pairs the judge graded with another model or
+    prompt: the judge was changed, and its former proposals stay beside the new ones."""
+    model = model_of(judge)
+    current = selectors.current_proposals(collection, judge.name)
+    former = sorted(
+        {
+            (p.model, p.prompt_version)
+            for key in pairs
+            if (p := current.get(key)) is not None
+            and (p.model, p.prompt_version) != (model, judge.prompt_version)
+        }
+    )
+    if not former:
+        return ""
+    count = sum(
+        1
+        for key in pairs
+        if (p := current.get(key)) is not None
+        and (p.model, p.prompt_version) != (model, judge.prompt_version)
+    )
+    was = ", ".join(f"model '{m}' with prompt {v}" for m, v in former)
+    return (
+        f"{count} pairs graded before by {was} are asked again: the judge now uses model "
+        f"'{model}' with prompt {judge.prompt_version}; the former proposals are kept."
+    )
+
+
+def active_job(collection: Collection, judge: str) -> Any:
+    """The queued or running judging job of ``judge`` in ``collection``, if any."""
+    from jobs.models import Job, JobKind, JobState
+
+    return (
+        Job.objects.filter(
+            kind=JobKind.JUDGING,
+            collection=collection,
+            state__in=[JobState.QUEUED, JobState.RUNNING],
+            params__judge=judge,
+        )
+        .order_by("pk")
+        .first()
+    )
 
 
 def pairs_from_lines(collection: Collection, text: str, name: str) -> list[Pair]:
@@ -91,15 +172,17 @@ def choose_pairs(
 ) -> list[Pair]:
     """The pairs a job asks about: the given ones, or the pooled unjudged pairs (and the
     judged ones with ``include_judged``, to calibrate the judge) that this judge has not
-    graded yet with its current prompt."""
+    graded yet with its current model and prompt (a changed model asks them again:
+    ``reasked_note`` says so)."""
     if pairs is None:
         chosen = selectors.open_pairs(collection)
         if include_judged:
             chosen += selectors.judged_pairs(collection)
+        model = model_of(judge)
         done = {
             key
             for key, p in selectors.current_proposals(collection, judge.name).items()
-            if p.prompt_version == judge.prompt_version
+            if (p.prompt_version, p.model) == (judge.prompt_version, model)
         }
         chosen = [p for p in dict.fromkeys(chosen) if p not in done]
     else:
@@ -119,6 +202,20 @@ def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, d
         )
     except KeyError as exc:
         raise JudgeError(str(exc.args[0])) from None
+    # Checked again here, not only when saved: a judge saved before the operator's rules
+    # (or before they changed) must not send a secret or reach a host they refuse.
+    try:
+        judge.clean_fields(exclude=["collection"])
+        judge.clean()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items()
+        )
+        raise JudgeError(
+            f"judge '{judge.name}' cannot run as configured ({problems}); edit the judge"
+        ) from None
+    if not judge.base_url or not judge.model:
+        raise JudgeError(f"judge '{judge.name}' needs a base URL and a model name")
     key = ""
     if judge.api_key_env:
         key = os.environ.get(judge.api_key_env, "")
@@ -127,10 +224,9 @@ def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, d
                 f"judge '{judge.name}' reads its API key from the environment variable "
                 f"{judge.api_key_env}, which is not set where this runs; set it, then retry"
             )
-    if not judge.base_url or not judge.model:
-        raise JudgeError(f"judge '{judge.name}' needs a base URL and a model name")
     asker = ChatJudge(
-        base_url=judge.base_url,
+        target=egress.checked_target(judge.base_url, resolve=False),
+        allow=egress.allow_list(),
         model=judge.model,
         prompt=prompt,
         grades=collection.grades,
@@ -141,6 +237,7 @@ def _chat_judge(judge: JudgeConfig, collection: Collection) -> tuple[Any, str, d
         request_budget=judge.request_budget,
         backoff=judge.backoff,
         temperature=judge.temperature,
+        max_tokens=judge.max_tokens,
     )
     return asker, prompt.hash, judge.params()
 
@@ -151,9 +248,11 @@ def ask_judge(
     judge: JudgeConfig,
     pairs: Sequence[Pair],
     progress: Progress | None = None,
+    keep: Callable[[Asked, Outcome], None] | None = None,
 ) -> Asked:
-    """Ask ``judge`` to grade ``pairs``; writes nothing. Invariant: one outcome per pair,
-    a grade only when it is on the collection's scale."""
+    """Ask ``judge`` to grade ``pairs``; writes nothing itself, but hands each finished
+    outcome to ``keep`` (a ``Keeper`` stores them as they come). Invariant: one outcome
+    per pair, a grade only when it is on the collection's scale."""
     import hashlib
 
     progress = progress or Progress()
@@ -171,13 +270,57 @@ def ask_judge(
     else:
         asker, prompt_hash, params = _chat_judge(judge, collection)
         model = judge.model
+    asked = Asked(
+        judge=judge,
+        model=model,
+        prompt_hash=prompt_hash,
+        params=params,
+        note=reasked_note(collection, judge, pairs),
+    )
+
+    def done(outcome: Outcome) -> None:
+        if judge.is_baseline:
+            params["cuts"] = asker.cuts
+        progress.advance(1)
+        if keep is not None:
+            keep(asked, outcome)
+
     progress.phase(f"asking {judge.name}", len(texts))
-    outcomes = asker.judge(texts, done=lambda _: progress.advance(1))
+    asked.outcomes = asker.judge(texts, done=done)
     if judge.is_baseline:
         params["cuts"] = asker.cuts
-    return Asked(
-        judge=judge, model=model, prompt_hash=prompt_hash, params=params, outcomes=outcomes
-    )
+    return asked
+
+
+class Keeper:
+    """Stores proposals while a judge is still asking: every ``every`` answers or
+    ``seconds``, one transaction each, so a job or command killed midway keeps the
+    answers it received (paid for) and a new run asks only the pairs left."""
+
+    def __init__(
+        self, *, collection: Collection, job: Any = None, every: int = 50, seconds: float = 5.0
+    ) -> None:
+        self.collection, self.job = collection, job
+        self.every, self.seconds = every, seconds
+        self.pending: list[Outcome] = []
+        self.stored: list[Proposal] = []
+        self.asked: Asked | None = None
+        self._last = time.monotonic()
+
+    def __call__(self, asked: Asked, outcome: Outcome) -> None:
+        self.asked = asked
+        if outcome.attempts == 0:
+            return
+        self.pending.append(outcome)
+        if len(self.pending) >= self.every or time.monotonic() - self._last >= self.seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending and self.asked is not None:
+            part = replace(self.asked, outcomes=self.pending)
+            self.stored += store_proposals(collection=self.collection, asked=part, job=self.job)
+        self.pending = []
+        self._last = time.monotonic()
 
 
 @transaction.atomic
@@ -201,6 +344,8 @@ def store_proposals(*, collection: Collection, asked: Asked, job: Any = None) ->
             state=ProposalState.OK if o.grade is not None else ProposalState.FAILED,
             failure_reason=o.failure,
             attempts=o.attempts,
+            prompt_tokens=o.prompt_tokens,
+            completion_tokens=o.completion_tokens,
             job=job,
         )
         for o in asked.outcomes
@@ -218,12 +363,26 @@ def propose_labels(
     limit: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Asked, list[Proposal]]:
-    """Ask the judge about the chosen pairs, then store its proposals (one transaction)."""
+    """Ask the judge about the chosen pairs, storing its proposals as they come (what
+    was received is kept if the run is stopped). Refused while a job of the same judge
+    is queued or running: both would ask the same pairs."""
+    running = active_job(collection, judge.name)
+    if running is not None:
+        raise JudgeError(
+            f"judge '{judge.name}' is already asking in job #{running.pk} ({running.state}); "
+            "wait for it to end, or cancel it, then run again"
+        )
     chosen = choose_pairs(
         collection, judge, pairs=pairs, include_judged=include_judged, limit=limit
     )
-    asked = ask_judge(collection=collection, judge=judge, pairs=chosen, progress=progress)
-    return asked, store_proposals(collection=collection, asked=asked)
+    keeper = Keeper(collection=collection)
+    try:
+        asked = ask_judge(
+            collection=collection, judge=judge, pairs=chosen, progress=progress, keep=keeper
+        )
+    finally:
+        keeper.flush()
+    return asked, keeper.stored
 
 
 def accepted_proposals(collection: Collection, judge: str) -> list[Proposal]:
@@ -253,7 +412,10 @@ class JudgeLabels:
         if judge not in names:
             raise LookupError(
                 f"collection '{collection.slug}' accepts the labels of judge '{judge}', "
-                f"which it no longer has; its judges are {', '.join(names)}"
+                f"which it no longer has; its judges are {', '.join(names)}. Choose one of "
+                f"them, or no model labels, under 'Model labels in snapshots' on "
+                f"/c/{collection.slug}/judges/ (or PATCH the collection's model_labels), "
+                "then freeze again"
             )
         return [
             ModelLabel(

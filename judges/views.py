@@ -17,6 +17,7 @@ from judgments.views.common import RoleRequired, member_view
 
 from .models import BASELINE_NAME, JudgeConfig, Provider
 from .selectors import calibration_of, judge_named, judge_names, proposals_of
+from .services import JudgeError
 from .tasks import start_proposals
 
 
@@ -86,6 +87,7 @@ class JudgeConfigForm(forms.ModelForm):
             "request_budget",
             "backoff",
             "temperature",
+            "max_tokens",
             "prompt_version",
             "show_in_queue",
         ]
@@ -99,6 +101,12 @@ class JudgeConfigForm(forms.ModelForm):
         name = self.cleaned_data["name"]
         if name == BASELINE_NAME:
             raise forms.ValidationError(f"'{BASELINE_NAME}' is the built-in offline judge")
+        former = self.instance.name if self.instance.pk else ""
+        if former and name != former and self.instance.collection.model_labels == former:
+            raise forms.ValidationError(
+                f"the collection accepts the labels of '{former}' at freeze (model labels): "
+                "choose another judge or none there before renaming it"
+            )
         return name
 
 
@@ -118,9 +126,16 @@ def judge_edit(request: HttpRequest, collection: Collection, judge: str = "") ->
         instance=instance,
         collection=collection,
     )
+    former_model = instance.model if instance is not None else ""
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        messages.success(request, f"Saved judge '{saved.name}'.")
+        note = ""
+        if former_model and saved.model != former_model:
+            note = (
+                f" Its model changed from '{former_model}': the proposals '{former_model}' "
+                "made are kept, and the next run asks their pairs again."
+            )
+        messages.success(request, f"Saved judge '{saved.name}'.{note}")
         return redirect("judges:judges", slug=collection.slug)
     return render(
         request,
@@ -137,13 +152,17 @@ def judge_start(request: HttpRequest, collection: Collection, judge: str) -> Htt
         raise RoleRequired("Starting a judge needs the evaluator role.", role=Role.EVALUATOR)
     config = _judge(collection, judge)
     limit = request.POST.get("limit", "").strip()
-    job = start_proposals(
-        collection=collection,
-        judge=config.name,
-        include_judged=request.POST.get("include_judged") == "on",
-        limit=int(limit) if limit.isdigit() and int(limit) > 0 else None,
-        by=request.user,
-    )
+    try:
+        job = start_proposals(
+            collection=collection,
+            judge=config.name,
+            include_judged=request.POST.get("include_judged") == "on",
+            limit=int(limit) if limit.isdigit() and 0 < int(limit) < 10**9 else None,
+            by=request.user,
+        )
+    except JudgeError as exc:
+        messages.error(request, f"Not started: {exc}.")
+        return redirect("judges:judges", slug=collection.slug)
     return redirect("jobs:job", pk=job.pk)
 
 
@@ -160,7 +179,13 @@ def proposal_list(request: HttpRequest, collection: Collection, judge: str) -> H
     return render(
         request,
         "judges/proposals.html",
-        {"collection": collection, "judge": config, "page": page},
+        {
+            "collection": collection,
+            "judge": config,
+            "page": page,
+            # Raw answers and the failure reasons quoting them: evaluators and admins.
+            "sees_raw": may(request.user, collection, Role.EVALUATOR),
+        },
     )
 
 

@@ -27,3 +27,5 @@ class Outcome:
     raw: str = ""
     failure: str = ""
     attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None

@@ -4,6 +4,8 @@ tests: no test needs the internet, and every failure mode is a real HTTP exchang
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -22,7 +24,13 @@ class ScriptedServer:
     - ``("slow", seconds, content)``: the same, after a sleep;
     - ``("status", code)``: that HTTP status, with a short error body;
     - ``("refusal", text)``: a completion whose message carries ``refusal``;
-    - ``("garbage", body)``: a 200 whose body is not a chat completion.
+    - ``("garbage", body)``: a 200 whose body is not a chat completion;
+    - ``("redirect", location)``: a 307 to ``location``;
+    - ``("trickle", seconds, content)``: the completion, one byte every ``seconds``;
+    - ``("usage", content, prompt_tokens, completion_tokens)``: a completion with usage.
+
+    A slow answer stops when the client goes away (as vLLM aborts a request whose client
+    disconnected), so ``in_flight`` counts the requests whose connection is open.
     """
 
     def __init__(self) -> None:
@@ -32,6 +40,7 @@ class ScriptedServer:
         self.seen: dict[str, int] = defaultdict(int)
         self.in_flight = 0
         self.max_in_flight = 0
+        self.gone = 0
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
@@ -57,6 +66,13 @@ class ScriptedServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                with server.lock:
+                    server.requests.append(
+                        {"path": self.path, "body": None, "headers": dict(self.headers)}
+                    )
+                self._send(405, {"error": "GET"})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 user = body["messages"][-1]["content"]
@@ -81,20 +97,55 @@ class ScriptedServer:
                 if kind == "garbage":
                     self._send(200, action[1])
                     return
+                if kind == "redirect":
+                    self.send_response(307)
+                    self.send_header("Location", action[1])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if kind == "slow":
-                    time.sleep(action[1])
+                    if not self._wait_unless_gone(action[1]):
+                        return
                     action = ("ok", action[2])
                 message: dict[str, Any] = {"role": "assistant", "content": action[1]}
                 if kind == "refusal":
                     message = {"role": "assistant", "content": None, "refusal": action[1]}
-                self._send(
-                    200,
-                    {
-                        "id": "x",
-                        "object": "chat.completion",
-                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                    },
-                )
+                answer: dict[str, Any] = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                }
+                if kind == "usage":
+                    answer["usage"] = {"prompt_tokens": action[2], "completion_tokens": action[3]}
+                if kind == "trickle":
+                    self._trickle(action[1], json.dumps(answer).encode())
+                    return
+                self._send(200, answer)
+
+            def _wait_unless_gone(self, seconds: float) -> bool:
+                """Sleep ``seconds``; False as soon as the client has closed."""
+                end = time.monotonic() + seconds
+                while (left := end - time.monotonic()) > 0:
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.01))
+                    if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                        with server.lock:
+                            server.gone += 1
+                        return False
+                return True
+
+            def _trickle(self, seconds: float, data: bytes) -> None:
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(seconds)
+                except (BrokenPipeError, ConnectionResetError):
+                    with server.lock:
+                        server.gone += 1
 
             def _send(self, code: int, payload: Any) -> None:
                 data = (
@@ -115,8 +166,11 @@ class ScriptedServer:
 
 
 @pytest.fixture
-def chat_server() -> Iterator[ScriptedServer]:
+def chat_server(settings) -> Iterator[ScriptedServer]:
+    """The server, on a loopback address the operator's allow-list names (as an operator
+    would list a model server on the same machine)."""
     server = ScriptedServer()
+    settings.VERITY_JUDGE_HOSTS = [f"127.0.0.1:{server.httpd.server_address[1]}"]
     server.thread.start()
     yield server
     server.httpd.shutdown()

@@ -55,3 +55,18 @@ def test_start_list_and_calibrate_over_the_api(setup, jobs_inline):
     assert "at least 10 are needed" in cal.json()["reason"]
     missing = api.get(f"/api/collections/{collection.slug}/judges/gpt-9/calibration/")
     assert missing.status_code == 404 and "local-baseline" in str(missing.json())
+
+
+@pytest.mark.django_db
+def test_the_judging_request_is_bounded(setup):
+    """limit and pairs have maxima, said as 400s (not a job of a trillion pairs)."""
+    collection, evaluator, _ = setup
+    api = APIClient()
+    api.force_authenticate(evaluator)
+    url = f"/api/collections/{collection.slug}/judges/local-baseline/proposals/"
+    response = api.post(url, {"limit": 10**12}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "limit", "message": "Ensure this value is less than or equal to 100000."}
+    ]
+    assert not Proposal.objects.exists()

@@ -145,13 +145,15 @@ def test_concurrency_limit_holds(collection_graded, pool, judge, chat_server):
 def test_api_key_comes_from_the_environment_only(
     collection_graded, pool, judge, chat_server, monkeypatch
 ):
-    judge.api_key_env = "TINY_LLM_KEY"
+    judge.api_key_env = "VERITY_JUDGE_KEY_TINY"
     judge.save()
-    monkeypatch.delenv("TINY_LLM_KEY", raising=False)
-    with pytest.raises(JudgeError, match="environment variable TINY_LLM_KEY, which is not set"):
+    monkeypatch.delenv("VERITY_JUDGE_KEY_TINY", raising=False)
+    with pytest.raises(
+        JudgeError, match="environment variable VERITY_JUDGE_KEY_TINY, which is not set"
+    ):
         propose_labels(collection=collection_graded, judge=judge)
     assert not chat_server.requests and not Proposal.objects.exists()
-    monkeypatch.setenv("TINY_LLM_KEY", "sk-secret-123")
+    monkeypatch.setenv("VERITY_JUDGE_KEY_TINY", "sk-secret-123")
     propose_labels(collection=collection_graded, judge=judge, limit=1)
     assert chat_server.requests[0]["headers"]["Authorization"] == "Bearer sk-secret-123"
     stored = Proposal.objects.get()

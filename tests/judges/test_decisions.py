@@ -158,7 +158,8 @@ def test_tau_is_undefined_below_three_runs_or_when_zero_over_zero():
 
 
 @pytest.mark.django_db
-def test_collection_admins_add_and_edit_a_judge_on_a_page(collection_graded):
+def test_collection_admins_add_and_edit_a_judge_on_a_page(collection_graded, settings):
+    settings.VERITY_JUDGE_HOSTS = ["127.0.0.1:8080"]
     admin, evaluator = make_user("adm"), make_user("eva")
     set_membership(collection=collection_graded, user=admin, role="admin")
     set_membership(collection=collection_graded, user=evaluator, role="evaluator")
@@ -170,19 +171,24 @@ def test_collection_admins_add_and_edit_a_judge_on_a_page(collection_graded):
         "name": "vllm-judge",
         "base_url": "http://127.0.0.1:8080/v1",
         "model": "qwen",
-        "api_key_env": "VLLM_KEY",
+        "api_key_env": "VERITY_JUDGE_KEY_VLLM",
         "timeout": 30,
         "retries": 1,
         "concurrency": 2,
         "request_budget": 100,
         "backoff": 0.5,
         "temperature": 0,
+        "max_tokens": 256,
         "prompt_version": "umbrela-v1",
         "show_in_queue": "on",
     }
     assert client.post(f"/c/{collection_graded.slug}/judges/new/", data).status_code == 302
     made = JudgeConfig.objects.get(collection=collection_graded, name="vllm-judge")
-    assert (made.provider, made.api_key_env, made.concurrency) == (Provider.OPENAI, "VLLM_KEY", 2)
+    assert (made.provider, made.api_key_env, made.concurrency) == (
+        Provider.OPENAI,
+        "VERITY_JUDGE_KEY_VLLM",
+        2,
+    )
     url = f"/c/{collection_graded.slug}/judges/vllm-judge/edit/"
     assert client.post(url, {**data, "concurrency": 8}).status_code == 302
     made.refresh_from_db()

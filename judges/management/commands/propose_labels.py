@@ -58,4 +58,10 @@ class Command(BaseCommand):
         except (JudgeError, JudgeConfig.DoesNotExist) as exc:
             raise CommandError(str(exc)) from None
         took = time.perf_counter() - started
+        if asked.all_failed:
+            # Exit non-zero: a script chaining this must not go on as if it had labels.
+            raise CommandError(
+                f"{asked.summary(len(stored))} ({took:.1f} s). The failed proposals are kept "
+                "with their reasons; fix the judge or its server, then run again."
+            )
         self.stdout.write(f"{asked.summary(len(stored))} ({took:.1f} s)")
