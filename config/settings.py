@@ -260,7 +260,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bounded: depth, lone surrogates, NUL (judgments/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["judgments.api.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "judgments.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
