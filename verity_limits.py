@@ -44,12 +44,25 @@ JSON_DEPTH_MAX = 64
 
 
 def id_problem(value: str) -> str | None:
-    """Why ``value`` cannot be stored as an id (too long, or holds NUL), else ``None``."""
+    """Why ``value`` cannot be an id, else ``None``: the one id rule of every reader (runs,
+    qrels, bundles, mappings, documents), URL path and query parameter.
+
+    An id is stored (no NUL, at most ``ID_MAX`` bytes) and written back to a TREC file
+    and read again (no whitespace), and a reader sees what it compares: no control
+    characters and no invisible ones (zero-width spaces, right-to-left overrides,
+    anything ``str.isprintable`` refuses), which would make two ids that look the same.
+    """
     if "\x00" in value:
         return "contains a NUL character, which cannot be stored; remove it"
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > ID_MAX:
         return f"is {size:,} bytes long; ids have at most {ID_MAX:,} bytes"
+    if not value.isprintable() or " " in value:
+        bad = next(c for c in value if c == " " or not c.isprintable())
+        return (
+            f"contains whitespace or an invisible or control character (U+{ord(bad):04X}), "
+            "which TREC files cannot carry; use an id without them"
+        )
     return None
 
 

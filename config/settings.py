@@ -74,6 +74,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every response (django-csp; the policy is below).
     "csp.middleware.CSPMiddleware",
+    # NUL in the path, a query parameter or a form field: 404/400 before any view (a
+    # NUL reaching PostgreSQL is a 500). Inside the ones above, which add their headers.
+    "judgments.middleware.refuse_nul",
     # Last, as django-axes requires: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
