@@ -34,18 +34,66 @@ URL_MAX = 2000
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 INT16_MAX = 2**15 - 1
+#: Grades, on every path (qrels, JSON Lines, scales, forms, the API): stored as
+#: PostgreSQL's smallint. -1 in qrels means pooled but unjudged; what a negative grade
+#: means beyond that is the reader's business, the bound is the same everywhere.
+GRADE_MAX = INT16_MAX
+GRADE_MIN = -INT16_MAX
 #: JSON nesting a line may hold: far beyond any real record, far below the recursion limit.
 JSON_DEPTH_MAX = 64
 
 
 def id_problem(value: str) -> str | None:
-    """Why ``value`` cannot be stored as an id (too long, or holds NUL), else ``None``."""
+    """Why ``value`` cannot be an id, else ``None``: the one id rule of every reader (runs,
+    qrels, bundles, mappings, documents), URL path and query parameter.
+
+    An id is stored (no NUL, at most ``ID_MAX`` bytes) and written back to a TREC file
+    and read again (no whitespace), and a reader sees what it compares: no control
+    characters and no invisible ones (zero-width spaces, right-to-left overrides,
+    anything ``str.isprintable`` refuses), which would make two ids that look the same.
+    """
     if "\x00" in value:
         return "contains a NUL character, which cannot be stored; remove it"
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > ID_MAX:
         return f"is {size:,} bytes long; ids have at most {ID_MAX:,} bytes"
+    if not value.isprintable() or " " in value:
+        bad = next(c for c in value if c == " " or not c.isprintable())
+        return (
+            f"contains whitespace or an invisible or control character (U+{ord(bad):04X}), "
+            "which TREC files cannot carry; use an id without them"
+        )
     return None
+
+
+_GRADE_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def grade_problem(value: str | int) -> str | None:
+    """Why ``value`` (a grade as written in a file, or already an integer) cannot be a
+    grade, else ``None``. Checked where the grade is read, before anything is built from
+    it: a grade of 10**20 once made a scale of 10**20 entries."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not _GRADE_TEXT.fullmatch(text):
+            shown = text[:40] + ("…" if len(text) > 40 else "")
+            return f"grade {shown!r} is not an integer; write a whole number"
+        digits = text.lstrip("+-").lstrip("0")
+        if len(digits) > 6:  # int() of a million digits is slow, and 6 are plenty
+            text = text[:40] + ("…" if len(text) > 40 else "")
+            return f"grade {text} is out of range; grades are between {GRADE_MIN} and {GRADE_MAX}"
+        value = int(text)
+    if not GRADE_MIN <= value <= GRADE_MAX:
+        return f"grade {value} is out of range; grades are between {GRADE_MIN} and {GRADE_MAX}"
+    return None
+
+
+def parse_grade(text: str) -> int:
+    """``text`` as a grade; ``ValueError`` saying why not (``grade_problem``)."""
+    problem = grade_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return int(text)
 
 
 class JsonLineError(ValueError):

@@ -74,6 +74,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every response (django-csp; the policy is below).
     "csp.middleware.CSPMiddleware",
+    # NUL in the path, a query parameter or a form field: 404/400 before any view (a
+    # NUL reaching PostgreSQL is a 500). Inside the ones above, which add their headers.
+    "judgments.middleware.refuse_nul",
     # Last, as django-axes requires: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -266,7 +269,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bounded: depth, lone surrogates, NUL (judgments/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["judgments.api.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "judgments.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

@@ -131,7 +131,12 @@ class JobRetryApi(APIView):
 class JobFileApi(APIView):
     @extend_schema(
         summary="Download what an export job wrote (its author or a superuser).",
-        responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY)},
+        # The content type the job recorded: TREC qrels are text, JSON Lines exports
+        # application/jsonl (judgments.tasks); anything else is bytes.
+        responses={
+            (200, media): OpenApiResponse(OpenApiTypes.BINARY)
+            for media in ("text/plain", "application/jsonl", "application/octet-stream")
+        },
     )
     def get(self, request: Request, pk: int) -> Any:
         job = _visible(request, pk)

@@ -5,3 +5,11 @@ class JudgmentsConfig(AppConfig):
     name = "judgments"
     verbose_name = "Judgments"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.urls import register_converter
+
+        from .converters import ExternalIdConverter
+
+        # Before any URLconf is read: judgments' and scoring's URLs use it.
+        register_converter(ExternalIdConverter, "external_id")

@@ -27,5 +27,5 @@ urlpatterns = [
         name="snapshot-diff",
     ),
     # Query ids are opaque and may hold "/": the path converter takes them whole.
-    path("c/<slug:slug>/q/<path:external_id>/", views.query_detail, name="query"),
+    path("c/<slug:slug>/q/<external_id:external_id>/", views.query_detail, name="query"),
 ]

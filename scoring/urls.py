@@ -16,7 +16,9 @@ urlpatterns = [
     path("c/<slug:slug>/runs/", views.run_list, name="runs"),
     path("c/<slug:slug>/runs/<slug:name>/", views.run_detail, name="run"),
     # Query ids are opaque and may hold "/": the path converter takes them whole.
-    path("c/<slug:slug>/runs/<slug:name>/q/<path:qid>/", views.ranked_list, name="ranked-list"),
+    path(
+        "c/<slug:slug>/runs/<slug:name>/q/<external_id:qid>/", views.ranked_list, name="ranked-list"
+    ),
     path("c/<slug:slug>/runs/<slug:name>/diagnosis/", views.run_diagnosis, name="diagnosis"),
     path(
         "c/<slug:slug>/runs/<slug:name>/diagnosis/score/",

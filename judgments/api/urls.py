@@ -30,13 +30,13 @@ urlpatterns = [
     ),
     path("collections/<slug:slug>/queries/", views.QueryViewSet.as_view(LIST), name="queries"),
     path(
-        "collections/<slug:slug>/queries/<path:qid>/",
+        "collections/<slug:slug>/queries/<external_id:qid>/",
         views.QueryViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="query",
     ),
     path("collections/<slug:slug>/items/", views.ItemViewSet.as_view(LIST), name="items"),
     path(
-        "collections/<slug:slug>/items/<path:item_id>/",
+        "collections/<slug:slug>/items/<external_id:item_id>/",
         views.ItemViewSet.as_view(DETAIL),
         name="item",
     ),

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from verity_limits import (
+    GRADE_MAX,
+    GRADE_MIN,
     INT16_MAX,
     INT32_MAX,
     NAME_MAX,
@@ -67,7 +69,7 @@ from .records import (
 )
 from .trec import parse_topics
 
-_GRADE = _integer(low=-INT16_MAX, high=INT16_MAX)  # the scale check is the service's
+_GRADE = _integer(low=GRADE_MIN, high=GRADE_MAX)  # the scale check is the service's
 _ID = check_id
 
 # type → {key: (check, required, default)}; a callable default makes a fresh value.

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from verity_limits import grade_problem
+
 from .checks import _Bad, _Duplicates, _empty, _lines, check_id
 from .records import (
     QRELS_UNJUDGED_SOURCE,
@@ -99,12 +101,13 @@ def parse_qrels(data: bytes, name: str) -> tuple[Bundle, list[Problem]]:
             )
             continue
         qid, _, docid, raw_grade = fields
-        if not _INTEGER.fullmatch(raw_grade):
+        problem = grade_problem(raw_grade)
+        if problem is not None:
             problems.append(
                 Problem(
                     where,
-                    f"grade '{raw_grade}' is not an integer; use a grade on the collection's "
-                    "scale, or -1 for pooled but unjudged",
+                    f"{problem}; use a grade on the collection's scale, or -1 for pooled "
+                    "but unjudged",
                 )
             )
             continue
@@ -147,5 +150,8 @@ def parse_scale_option(text: str) -> list[dict[str, Any]]:
                 f"scale entry {part.strip()!r} must be GRADE:NAME, e.g. "
                 '"0:not relevant,1:relevant,2:highly relevant"'
             )
+        problem = grade_problem(grade)
+        if problem is not None:
+            raise ValueError(f"scale entry {part.strip()[:60]!r}: {problem}")
         scale.append({"grade": int(grade), "name": grade_name.strip()})
     return scale

@@ -50,6 +50,7 @@ from .queue import (
     task_priority,
 )
 from .snapshots import freeze_snapshot
+from .statistics import analyze_after_commit
 from .tokens import create_api_token, revoke_api_token
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "UndoneChange",
     "VerityError",
     "adjudicate",
+    "analyze_after_commit",
     "assess_task",
     "assessment_settled",
     "change_own_assessment",

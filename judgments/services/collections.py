@@ -8,6 +8,8 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from verity_limits import GRADE_MAX
+
 from ..extensions import label_source
 from ..locks import lock_collection
 from ..models import Assessment, Collection, Judgment, LabelingUnit, ReviewTask, TaskStatus
@@ -25,8 +27,8 @@ def validate_scale(scale: Any, relevant_grade: int) -> list[dict[str, Any]]:
         if not isinstance(entry, dict) or "grade" not in entry or "name" not in entry:
             raise InvariantError(f"scale entry {entry!r} needs a 'grade' and a 'name'")
         grade = entry["grade"]
-        if type(grade) is not int or grade < 0:
-            raise InvariantError(f"scale grade {grade!r} must be an integer ≥ 0")
+        if type(grade) is not int or not 0 <= grade <= GRADE_MAX:
+            raise InvariantError(f"scale grade {grade!r} must be an integer from 0 to {GRADE_MAX}")
         name = str(entry["name"]).strip()
         if not name:
             raise InvariantError(f"scale grade {grade} needs a name")

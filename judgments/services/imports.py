@@ -17,12 +17,13 @@ from django.db import IntegrityError, transaction
 
 from ..formats import Bundle, CollectionRecord, Problem, Where
 from ..locks import lock_collection
-from ..models import Collection
+from ..models import Assessment, Collection, Item, Judgment, JudgmentChange, Query, ReviewTask
 from ._common import User
 from .collections import create_collection, validate_scale
 from .errors import ImportRefused, InvariantError, VerityError
 from .import_checks import ImportReport
 from .import_writes import _ImportPlan
+from .statistics import analyze_after_commit
 
 
 def _import_target(
@@ -164,4 +165,18 @@ def import_collection_data(
             "import again"
         ) from None
     report.collection_created = created
+    analyze_after_commit(
+        Item,
+        Query,
+        Judgment,
+        JudgmentChange,
+        Assessment,
+        ReviewTask,
+        rows=report.items_created
+        + report.placeholders_created
+        + report.queries_created
+        + report.judgments_created
+        + report.assessments_created
+        + report.tasks_created,
+    )
     return report

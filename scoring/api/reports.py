@@ -117,14 +117,21 @@ class EvaluationReportApi(CollectionScoped, APIView):
         return Response(report)
 
 
+def bounded(minimum: int = 1, maximum: int = MAX_ID) -> dict[str, object]:
+    """The schema of an integer parameter read by ``_int`` with these bounds."""
+    return {"type": "integer", "minimum": minimum, "maximum": maximum}
+
+
 DIAGNOSIS_PARAMETERS = [
-    OpenApiParameter("snapshot", int, description="snapshot number (default: latest)"),
-    OpenApiParameter("k", int, description="cutoff (default: the last stage's depth)"),
-    OpenApiParameter("rel", int, description="threshold (default: the snapshot's)"),
+    OpenApiParameter("snapshot", bounded(), description="snapshot number (default: latest)"),
+    OpenApiParameter(
+        "k", bounded(maximum=MAX_K), description="cutoff (default: the last stage's depth)"
+    ),
+    OpenApiParameter("rel", bounded(), description="threshold (default: the snapshot's)"),
     OpenApiParameter(
         "unjudged", str, enum=["nonrel", "judged-only", "bounds"], description="policy"
     ),
-    OpenApiParameter("mapping", int, description="unit mapping version"),
+    OpenApiParameter("mapping", bounded(), description="unit mapping version"),
 ]
 
 
@@ -194,10 +201,12 @@ class EvaluationCompareApi(CollectionScoped, APIView):
         operation_id="evaluation_compare",
         parameters=[
             FORMAT,
-            OpenApiParameter("a", int, required=True, description="evaluation id"),
-            OpenApiParameter("b", int, required=True, description="evaluation id"),
+            OpenApiParameter("a", bounded(), required=True, description="evaluation id"),
+            OpenApiParameter("b", bounded(), required=True, description="evaluation id"),
             OpenApiParameter(
-                "seed", int, description=f"random seed (default {comparison.DEFAULT_SEED})"
+                "seed",
+                bounded(minimum=0),
+                description=f"random seed (default {comparison.DEFAULT_SEED})",
             ),
         ],
         responses={

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, connection, transaction
 
 from jobs.progress import Progress
-from judgments.models import Collection, Item, Query
-from judgments.services import InvariantError, pool_items
+from judgments.models import Collection, Item, Query, ReviewTask
+from judgments.services import InvariantError, analyze_after_commit, pool_items
 from judgments.wording import counted
 from verity_limits import SLUG_MAX
 
@@ -252,6 +252,12 @@ def import_run(
             Item.objects.filter(collection=collection).values_list("external_id", flat=True)
         )
         report.unknown.item_ids_beyond = writing.distinct.missing_from(known)
+    analyze_after_commit(
+        RankedList,
+        ReviewTask,
+        Item,
+        rows=sum(s.n_queries for s in report.stages) + outcome.queued + len(outcome.placeholders),
+    )
     return report
 
 

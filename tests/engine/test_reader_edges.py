@@ -247,3 +247,19 @@ def test_score_query_names_the_repeated_id() -> None:
     assert info.value.errors == [
         "duplicate id 'b' in the ranking; deduplicate stable ids before scoring"
     ]
+
+
+@pytest.mark.parametrize("grade", ["32768", "99999999999999999999", "-40000"])
+@pytest.mark.parametrize("sep", [" ", "\t"], ids=["careful path", "fast path"])
+def test_engine_qrels_refuse_a_grade_past_the_rule(tmp_path, grade, sep):
+    # verity_limits.grade_problem, the one grade rule (issue 23, item 12).
+    qrels = tmp_path / "q.txt"
+    qrels.write_text(
+        sep.join(["q", "0", "a", "1"]) + "\n" + sep.join(["q", "0", "b", grade]) + "\n"
+    )
+    with pytest.raises(EngineInputError) as refused:
+        read_qrels(qrels)
+    assert (
+        f"{qrels} line 2: grade {grade} is out of range; grades are between -32767 and 32767"
+        in (str(refused.value))
+    )

@@ -169,3 +169,40 @@ def test_defaults_unreviewed_and_refusals(run_command, write_file, row_counts):
     with pytest.raises(CommandError, match="exists already"):
         run_command("import_trec", "small", "--qrels", qrels, "--topics", topics)
     assert row_counts() == before
+
+
+@pytest.mark.parametrize("grade", ["32768", "99999999999999999999", "-32768", "1" * 5000])
+def test_a_grade_past_the_column_is_refused_naming_file_and_line(
+    run_command, write_file, row_counts, grade
+):
+    # Issue 23, item 12: 10**20 built a scale of 10**20 grades (20 s, 1.68 GB, killed);
+    # 32768 reached PostgreSQL's smallint as an unhandled DataError.
+    qrels = write_file("big.txt", f"1 0 a 1\n1 0 b {grade}\n")
+    topics = write_file("t.tsv", "1\tone\n")
+    before = row_counts()
+    with pytest.raises(CommandError) as refused:
+        run_command("import_trec", "big", "--qrels", qrels, "--topics", topics)
+    message = str(refused.value)
+    assert "big.txt, line 2" in message
+    assert "out of range; grades are between -32767 and 32767" in message
+    assert row_counts() == before
+
+
+def test_the_largest_grade_is_stored_and_the_default_scale_stays_short(run_command, write_file):
+    qrels = write_file("top.txt", "1 0 a 32767\n1 0 b 3\n")
+    topics = write_file("t.tsv", "1\tone\n")
+    run_command("import_trec", "top", "--qrels", qrels, "--topics", topics)
+    collection = Collection.objects.get(slug="top")
+    assert [g["grade"] for g in collection.scale] == [*range(11), 32767]
+    assert collection.queries.get().judgments.get(item__external_id="a").grade == 32767
+
+
+def test_a_scale_option_grade_past_the_column_is_refused(run_command, write_file, row_counts):
+    qrels = write_file("q.txt", "1 0 a 1\n")
+    topics = write_file("t.tsv", "1\tone\n")
+    before = row_counts()
+    with pytest.raises(CommandError, match=r"--scale: .*grade 40000 is out of range"):
+        run_command(
+            "import_trec", "s", "--qrels", qrels, "--topics", topics, "--scale", "0:no,40000:yes"
+        )
+    assert row_counts() == before

@@ -35,6 +35,18 @@ BAD_RUNS = [
      "lone UTF-16 surrogate"),
     ("duplicate-key", "run.jsonl", '{"query": "A", "ranking": ["a"], "ranking": ["b"]}\n',
      "line 1", "'ranking' appears twice"),
+    # Issue 23, item 10: the ids every other importer refuses (verity_limits.id_problem),
+    # on the fast (tabs), careful (spaces) and JSON Lines paths.
+    ("control-char-fast", "run.trec", "A\tQ0\ta\x01b\t1\t1.0\tt\n", "line 1: docid",
+     "control character (U+0001)"),
+    ("rlo-fast", "run.trec", "A\tQ0\ta\u202eb\t1\t1.0\tt\n", "line 1: docid", "(U+202E)"),
+    ("zwsp-careful", "run.trec", "A Q0 a 1 2.0 t\nA\u200b Q0 b 1 1.0 t\n", "line 2: query id",
+     "(U+200B)"),
+    ("del-careful", "run.trec", "A Q0 a\x7f 1 1.0 t\n", "line 1: docid", "(U+007F)"),
+    ("zwsp-jsonl", "run.jsonl", '{"query": "A", "ranking": ["a\\u200bb"]}\n', "line 1",
+     "(U+200B)"),
+    ("nbsp-jsonl", "run.jsonl", '{"query": "A\\u00a0", "ranking": ["a"]}\n', "line 1",
+     "whitespace"),
     ("long-stage-name", "run.jsonl", '{"query": "A", "stages": {"' + "s" * 101 + '": ["a"]}}\n',
      "line 1", "1 to 100 characters"),
 ]  # fmt: skip
@@ -92,8 +104,10 @@ def test_a_url_as_id_longer_than_200_characters_is_stored(recall_example, run_co
     [
         ("c1\t" + "x" * 3000 + "\n", "line 1: coarse id", "3,000 bytes long"),
         ("c1\tok\n" + "c\x002\tdoc\n", "line 2: fine id", "NUL character"),
+        ("c1\tok\n" + "c\u200b2\tdoc\n", "line 2: fine id", "(U+200B)"),
+        ("c1\tok\n" + "c2\td\u202eoc\n", "line 2: coarse id", "(U+202E)"),
     ],
-    ids=["coarse-3000", "nul-fine"],
+    ids=["coarse-3000", "nul-fine", "zwsp-fine", "rlo-coarse"],
 )
 def test_mapping_import_refuses_long_and_nul_ids(
     recall_example, run_command, write_file, content, where, what
@@ -134,3 +148,31 @@ def test_bundle_json_edge_cases_are_line_numbered_refusals(
         run_command("import_collection", path)
     assert f"{path}, line 2:" in str(refused.value) and what in str(refused.value)
     assert row_counts() == before
+
+
+def test_the_with_unjudged_export_imports_again(recall_example, run_command, write_file):
+    """Issue 23, item 10: the run uploader took ids every other importer refuses, so the
+    collection's own ``--with-unjudged`` export could not be imported again."""
+    hostile = write_file("hostile.trec", "A\tQ0\tnew\u200bdoc\t1\t2.0\tt\n")
+    with pytest.raises(CommandError, match=r"line 1: docid .*\(U\+200B\)"):
+        run_command("import_run", "recall-example", hostile, "--name", "hostile")
+    clean = write_file("clean.trec", "A\tQ0\tnew-doc\t1\t2.0\tt\nC\tQ0\tz\t1\t1.0\tt\n")
+    run_command("import_run", "recall-example", clean, "--name", "clean")
+    run_command("freeze_snapshot", "recall-example")
+    exported, _ = run_command(
+        "export_qrels", "recall-example", "--snapshot", "1", "--with-unjudged"
+    )
+    assert "A 0 new-doc -1" in exported
+    topics = "".join(
+        f"{q.external_id}\t{q.text}\n" for q in recall_example.queries.order_by("external_id")
+    )
+    run_command(
+        "import_trec",
+        "again",
+        "--qrels",
+        write_file("export.qrels", exported),
+        "--topics",
+        write_file("topics.tsv", topics),
+    )
+    again = Item.objects.filter(collection__slug="again")
+    assert {"new-doc", "z"} <= set(again.values_list("external_id", flat=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -11,6 +13,7 @@ from rest_framework.views import APIView
 
 from judgments.models import Role
 from judgments.selectors import agreement_report, snapshot_of
+from verity_limits import INT32_MAX
 
 from ..permissions import CollectionScoped
 from .common import error
@@ -27,7 +30,9 @@ from .common import error
     "`undefined`, never 0 or 1.",
     parameters=[
         OpenApiParameter(
-            "snapshot", OpenApiTypes.INT, description="the assessments frozen in snapshot vN"
+            "snapshot",
+            {"type": "integer", "minimum": 1, "maximum": INT32_MAX},
+            description="the assessments frozen in snapshot vN",
         )
     ],
     responses={
@@ -43,7 +48,7 @@ class AgreementView(CollectionScoped, APIView):
         raw = request.query_params.get("snapshot", "")
         snapshot = None
         if raw:
-            if not raw.isdigit() or int(raw) < 1:
+            if not re.fullmatch(r"[0-9]{1,10}", raw) or not 1 <= int(raw) <= INT32_MAX:
                 raise serializers.ValidationError({"snapshot": f"{raw!r} is not a version"})
             snapshot = snapshot_of(self.collection, int(raw))
         return Response(agreement_report(self.collection, snapshot))

@@ -61,7 +61,13 @@ class CollectionDetailView(CollectionScoped, generics.GenericAPIView):
         """The collection: its scale, unit, settings, your role, and its progress."""
         return Response(self.get_serializer(self.get_object()).data)
 
-    @extend_schema(request=s.CollectionSettingsInput, responses={200: s.CollectionSerializer})
+    @extend_schema(
+        request=s.CollectionSettingsInput,
+        responses={
+            200: s.CollectionSerializer,
+            409: error("The stored data refuses the change (the message says what to change)."),
+        },
+    )
     def patch(self, request: Request, slug: str) -> Response:
         """Change the collection's settings (admin): name, description, guidelines, pool
         depth. The scale, relevant grade and unit are fixed at creation."""

@@ -77,7 +77,8 @@ def idempotency_key(request: Request, body_key: str | None) -> str | None:
 
 IF_MATCH = OpenApiParameter(
     "If-Match",
-    OpenApiTypes.STR,
+    # What ETAG_RE reads: one version, quoted or not, strong or weak (a list is a 400).
+    {"type": "string", "pattern": '^(W/)?"?[0-9]{1,18}"?$'},
     OpenApiParameter.HEADER,
     required=True,
     description='The ETag of the judgment version this edit is based on, e.g. "3".',

@@ -135,10 +135,12 @@ class Command(BaseCommand):
             except ValueError as e:
                 raise CommandError(f"--scale: {e}") from None
         else:
-            top = max((r.grade for r in bundle.judgments), default=1)
+            # Every grade from 0 to the highest used, up to 10 (a gap in a short scale is
+            # a grade nobody happened to give); beyond that, only the grades used.
+            used = {r.grade for r in bundle.judgments} | {0, 1}
             scale = [
                 {"grade": g, "name": "not relevant" if g == 0 else f"grade {g}"}
-                for g in range(max(top, 1) + 1)
+                for g in sorted(used | set(range(min(max(used), 10) + 1)))
             ]
         relevant = options["relevant_grade"] if options["relevant_grade"] is not None else 1
         return formats.CollectionRecord(

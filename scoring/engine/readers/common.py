@@ -63,14 +63,26 @@ def _bad_id(value: str, where: str, what: str, errors: ErrorCollector) -> bool:
 
 
 def _ids_storable(*columns: pa.ChunkedArray) -> bool:
-    """False if any id is longer than ``ID_MAX`` bytes: the careful reader then names the
-    lines. (An id holding NUL, the other unstorable kind, never gets here:
-    ``_sniff_delimiter`` keeps any file with a NUL byte off the fast path.)"""
+    """False if any id breaks ``verity_limits.id_problem``: the careful reader then names
+    the lines. Lengths and printable ASCII are checked by pyarrow; the few ids with other
+    characters by ``id_problem`` itself (pyarrow's Unicode tables are not Python's). (An
+    id holding NUL never gets here: ``_sniff_delimiter`` keeps any file with a NUL byte
+    off the fast path, and a space is the separator or keeps the file off it too.)"""
     for col in columns:
         if pa.types.is_dictionary(col.type):
             col = pa.chunked_array([c.dictionary for c in col.chunks], type=col.type.value_type)
         if _byte_lengths(col)[1] > ID_MAX:
             return False
+        for chunk in col.chunks:
+            ascii_ = pc.string_is_ascii(chunk)
+            if not pc.all(
+                pc.or_(pc.invert(ascii_), pc.utf8_is_printable(chunk)), min_count=0
+            ).as_py():
+                return False
+            if not pc.all(ascii_, min_count=0).as_py():
+                others = chunk.filter(pc.invert(ascii_)).to_pylist()
+                if any(id_problem(value) for value in others):
+                    return False
     return True
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from verity_limits import GRADE_MAX, GRADE_MIN, grade_problem
 
 from ..errors import ErrorCollector
 from ..tables import Qrels, id_keys, later_duplicates
@@ -57,6 +60,10 @@ def _read_qrels_fast(path: PathLike, name: str, delim: str) -> Qrels | None:
         return None
     if not _ids_storable(table.column("q"), table.column("d")):
         return None
+    if table.num_rows:  # a grade out of range: the careful reader names its line
+        bounds = pc.min_max(table.column("g"))
+        if bounds["min"].as_py() < GRADE_MIN or bounds["max"].as_py() > GRADE_MAX:
+            return None
     qids, codes = _encode_qids(table.column("q"))
     if any(q.startswith("#") for q in qids):
         return None
@@ -105,6 +112,10 @@ def _read_qrels_slow(path: PathLike, name: str) -> Qrels:
                     f"{name} line {lineno}: grade {_shown(fields[3])!r} is "
                     "not an integer; use whole-number grades (-1 = pooled but unjudged)"
                 )
+                continue
+            problem = grade_problem(fields[3].decode("ascii"))
+            if problem is not None:
+                errors.add(f"{name} line {lineno}: {problem} (-1 = pooled but unjudged)")
                 continue
             key = (qid, docid)
             if key in first_line:
