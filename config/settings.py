@@ -64,6 +64,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every response carries them, the http -> https redirect of
+    # SECURE_SSL_REDIRECT (answered by SecurityMiddleware before the rest) included:
+    # Content-Security-Policy (django-csp; the policy is below) and X-Frame-Options.
+    "csp.middleware.CSPMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -74,9 +79,9 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Content-Security-Policy on every response (django-csp; the policy is below).
-    "csp.middleware.CSPMiddleware",
+    # Cache-Control: private on what signed-in users and API clients see, no-store on
+    # exports and downloads (judgments/caching.py).
+    "judgments.caching.PrivateCacheMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]

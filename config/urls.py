@@ -36,6 +36,7 @@ urlpatterns = [
     path("api/schema/", _spectacular("SpectacularAPIView"), name="api-schema"),
     path("api/docs/", docs.swagger_ui, name="api-docs"),
     path("api/redoc/", docs.redoc, name="api-redoc"),
+    path("api/redoc/redoc.standalone.js", docs.redoc_script, name="api-redoc-script"),
     path("api/", include("judgments.api.urls")),
     path("api/", include("scoring.api.urls")),
     path("api/", include("scoring.api.reports")),
