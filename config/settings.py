@@ -322,6 +322,22 @@ AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "judgments.api.auth.client_ip"
 VERITY_TRUSTED_PROXIES = int(os.environ.get("VERITY_TRUSTED_PROXIES", "0"))
 
+# Mail, used only for password reset. Without EMAIL_HOST no mail leaves the server
+# (with DEBUG on, mails are printed on the console instead): the reset page then says to
+# ask an administrator rather than claim it sent a mail (judgments/views/accounts.py).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "verity@localhost")
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST or not DEBUG
+    else "django.core.mail.backends.console.EmailBackend",
+)
+
 # Security headers, on in every mode (Django's defaults, stated so that nobody wonders).
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
