@@ -64,16 +64,24 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every response carries them, the http -> https redirect of
+    # SECURE_SSL_REDIRECT (answered by SecurityMiddleware before the rest) included:
+    # Content-Security-Policy (django-csp; the policy is below) and X-Frame-Options.
+    "csp.middleware.CSPMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Page uploads stream to disk within VERITY_MAX_UPLOAD_BYTES (a form error beyond it);
+    # before the CSRF check, which reads the body.
+    "judgments.uploads.UploadLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Content-Security-Policy on every response (django-csp; the policy is below).
-    "csp.middleware.CSPMiddleware",
+    # Cache-Control: private on what signed-in users and API clients see, no-store on
+    # exports and downloads (judgments/caching.py).
+    "judgments.caching.PrivateCacheMiddleware",
     # NUL in the path, a query parameter or a form field: 404/400 before any view (a
     # NUL reaching PostgreSQL is a 500). Inside the ones above, which add their headers.
     "judgments.middleware.refuse_nul",
@@ -323,6 +331,22 @@ AXES_RESET_ON_SUCCESS = True
 # right of X-Forwarded-For (VERITY_TRUSTED_PROXIES=1 behind one reverse proxy).
 AXES_CLIENT_IP_CALLABLE = "judgments.api.auth.client_ip"
 VERITY_TRUSTED_PROXIES = int(os.environ.get("VERITY_TRUSTED_PROXIES", "0"))
+
+# Mail, used only for password reset. Without EMAIL_HOST no mail leaves the server
+# (with DEBUG on, mails are printed on the console instead): the reset page then says to
+# ask an administrator rather than claim it sent a mail (judgments/views/accounts.py).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "verity@localhost")
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST or not DEBUG
+    else "django.core.mail.backends.console.EmailBackend",
+)
 
 # Security headers, on in every mode (Django's defaults, stated so that nobody wonders).
 SECURE_CONTENT_TYPE_NOSNIFF = True

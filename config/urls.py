@@ -7,6 +7,7 @@ from judgments.api import docs
 from judgments.api.errors import api_not_found
 from judgments.api.tokens import api_tokens
 from judgments.api.views import healthz
+from judgments.views import accounts
 
 
 def _spectacular(view_name: str, **initkwargs: str):
@@ -29,6 +30,9 @@ def _spectacular(view_name: str, **initkwargs: str):
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/tokens/", api_tokens, name="api-tokens"),
+    # Before Django's own: password reset only where a mail can be sent.
+    path("accounts/password_reset/", accounts.password_reset, name="password_reset"),
+    path("accounts/password_reset/done/", accounts.password_reset_done, name="password_reset_done"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("healthz", healthz, name="healthz"),
     # The schema and its docs are public (they hold no data); every endpoint they
@@ -36,6 +40,7 @@ urlpatterns = [
     path("api/schema/", _spectacular("SpectacularAPIView"), name="api-schema"),
     path("api/docs/", docs.swagger_ui, name="api-docs"),
     path("api/redoc/", docs.redoc, name="api-redoc"),
+    path("api/redoc/redoc.standalone.js", docs.redoc_script, name="api-redoc-script"),
     path("api/", include("judgments.api.urls")),
     path("api/", include("scoring.api.urls")),
     path("api/", include("scoring.api.reports")),

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from . import files
 from .models import Job, JobKind, JobState
-from .selectors import job_status, jobs_visible_to, may_retry
+from .selectors import job_for, job_status, may_manage_job
 from .services import JobStateError, retry_job
 
 
@@ -85,10 +85,11 @@ def wants_async(request: Request) -> bool:
 
 
 def _visible(request: Request, pk: int) -> Job:
-    job = jobs_visible_to(request.user).filter(pk=pk).first()
+    job = job_for(request.user, pk)
     if job is None:
         raise exceptions.NotFound(
-            f"No job {pk} among yours: you see the jobs you started and those of your collections."
+            f"No job {pk} among those you may see: a collection's jobs, for its members "
+            "holding the role its kind needs (evaluator; admin for collection imports)."
         )
     return job
 
@@ -116,7 +117,7 @@ class JobRetryApi(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         job = _visible(request, pk)
-        if not may_retry(request.user, job):
+        if not may_manage_job(request.user, job):
             raise exceptions.PermissionDenied(
                 "Only the job's author (or a superuser) may start it again."
             )
@@ -140,7 +141,7 @@ class JobFileApi(APIView):
     )
     def get(self, request: Request, pk: int) -> Any:
         job = _visible(request, pk)
-        if not may_retry(request.user, job):
+        if not may_manage_job(request.user, job):
             raise exceptions.PermissionDenied("Only the job's author may download its output.")
         if job.state != JobState.DONE or not job.result.get("file"):
             raise exceptions.NotFound(f"job {pk} has no output file (it is {job.state}).")

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from .models import Job, JobState
 from .progress import JobProgress
+from .selectors import requester_may_run
 from .services import (
     JobFailed,
     JobStateError,
@@ -65,6 +66,11 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
     if job is None:
         log.warning("job %s is not queued any more; nothing to do", job_id)
         return {"job": job_id, "skipped": True}
+    refused = requester_may_run(job)  # the role is checked now, not when it was queued
+    if refused:
+        fail_job(job, refused)
+        end_job(job)
+        return {"job": job.pk, "state": job.state}
     progress = JobProgress(job.key)
     progress.beat()
     stop = threading.Event()

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from . import files
-from .models import Job, JobState
+from .models import Job, JobKind, JobState
 from .progress import read_progress
 from .services import is_stale, stale_message
 
@@ -18,19 +18,93 @@ from .services import is_stale, stale_message
 WAITING_HINT_AFTER = timedelta(seconds=15)
 
 
+#: The role each kind of job needs in its collection: to start it, and, checked again at
+#: every request and when a worker starts it, to read it, retry or cancel it and fetch its
+#: result or file. The names are ``judgments.models.Role`` values; jobs sits below
+#: judgments and does not import it (tests/jobs/test_access.py checks that they agree).
+ROLE_FOR_KIND: dict[str, str] = {
+    JobKind.RUN_IMPORT: "evaluator",
+    JobKind.SNAPSHOT_FREEZE: "evaluator",
+    JobKind.SCORING: "evaluator",
+    JobKind.DIAGNOSIS: "evaluator",
+    JobKind.COMPARISON: "evaluator",
+    JobKind.QRELS_EXPORT: "evaluator",
+    JobKind.JUDGING: "evaluator",
+    JobKind.COLLECTION_IMPORT: "admin",
+}
+
+#: The roles that include each role (``judgments.models.ROLE_RANK``, strongest last).
+ROLES_AT_LEAST: dict[str, tuple[str, ...]] = {
+    "reviewer": ("reviewer", "evaluator", "admin"),
+    "evaluator": ("evaluator", "admin"),
+    "admin": ("admin",),
+}
+
+
+def _role_q(user: Any) -> Q:
+    """Jobs of a collection where the user holds, now, the role that job's kind needs
+    (one membership row per collection: the conditions join it once)."""
+    q = Q(pk__in=[])
+    for role, held in ROLES_AT_LEAST.items():
+        kinds = [k for k, needed in ROLE_FOR_KIND.items() if needed == role]
+        if kinds:
+            q |= Q(
+                kind__in=kinds, collection__members__user=user, collection__members__role__in=held
+            )
+    return q
+
+
 def jobs_visible_to(user: Any) -> QuerySet[Job]:
-    """Jobs the user started, and the jobs of collections the user is a member of (every
-    job, for a superuser)."""
+    """The jobs a user may read, checked against their role now: a collection's jobs
+    for its members holding the role the job's kind needs (``ROLE_FOR_KIND``), whoever
+    started them; a job of no collection for its author; every job for a superuser. A
+    member removed or demoted since does not see their own jobs any more."""
     if not getattr(user, "is_authenticated", False):
         return Job.objects.none()
     jobs = Job.objects.select_related("collection", "created_by")
     if user.is_superuser:
         return jobs
-    return jobs.filter(Q(created_by=user) | Q(collection__members__user=user)).distinct()
+    mine_without_collection = Q(collection__isnull=True, created_by=user)
+    return jobs.filter(mine_without_collection | _role_q(user)).distinct()
 
 
-def may_retry(user: Any, job: Job) -> bool:
+def job_for(user: Any, pk: int) -> Job | None:
+    """The job ``pk`` if ``user`` may read it now (``jobs_visible_to``), else ``None``:
+    pages and the API answer 404 then, whether it does not exist or is not theirs."""
+    return jobs_visible_to(user).filter(pk=pk).first()
+
+
+def may_manage_job(user: Any, job: Job) -> bool:
+    """Retrying or cancelling a job, and downloading its file: its author or a superuser,
+    who must also hold, now, the role its kind needs in its collection (``job_for``
+    first: without that role the job is not theirs to see at all)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if not jobs_visible_to(user).filter(pk=job.pk).exists():
+        return False
     return bool(user.is_superuser or (job.created_by_id and job.created_by_id == user.pk))
+
+
+#: The name the pages and the API used before; the same rule.
+may_retry = may_manage_job
+
+
+def requester_may_run(job: Job) -> str:
+    """Why the job's requester may not run it now ('' when they may): the worker asks
+    before it starts a job, so a job queued by a member removed or demoted since fails
+    instead of acting with a role they no longer hold. A job without a requester (a
+    management command's, or one whose user was deleted) is the operator's."""
+    user = job.created_by
+    if user is None or not job.collection_id:
+        return ""
+    if user.is_active and jobs_visible_to(user).filter(pk=job.pk).exists():
+        return ""
+    needed = ROLE_FOR_KIND.get(job.kind, "admin")
+    return (
+        f"Not run: {user.get_username()} does not hold the {needed} role in collection "
+        f"'{job.collection.slug}' any more (removed or demoted since queuing this job). "
+        "Nothing was done; someone who holds the role can start it again."
+    )
 
 
 def job_status(job: Job, *, now: Any = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from .models import Job, JobKind, JobState
-from .selectors import job_status, jobs_visible_to, may_retry
+from .selectors import job_for, job_status, may_manage_job
 from .services import JobStateError, retry_job
 
 #: Seconds between reloads of a running job's page when JavaScript is off.
@@ -22,7 +22,7 @@ REFRESH_SECONDS = 2
 
 
 def _job_or_404(request: HttpRequest, pk: int) -> Job:
-    job = jobs_visible_to(request.user).filter(pk=pk).first()
+    job = job_for(request.user, pk)
     if job is None:
         raise Http404("No such job among yours.")
     return job
@@ -44,7 +44,7 @@ def job_page(request: HttpRequest, pk: int) -> HttpResponse:
             "s": status,
             "running": status["state"] in (JobState.QUEUED, JobState.RUNNING),
             "refresh": REFRESH_SECONDS,
-            "may_retry": may_retry(request.user, job),
+            "may_retry": may_manage_job(request.user, job),
             "back": back_to_form(job) if status["state"] == JobState.FAILED else None,
         },
     )
@@ -74,7 +74,7 @@ def back_to_form(job: Any) -> dict[str, str] | None:
 @login_required
 def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job_or_404(request, pk)
-    if not may_retry(request.user, job):
+    if not may_manage_job(request.user, job):
         messages.error(request, "Only the job's author (or a superuser) may start it again.")
         return redirect("jobs:job", pk=job.pk)
     try:

@@ -109,6 +109,11 @@ class JudgeConfigForm(forms.ModelForm):
             )
         return name
 
+    def _get_validation_exclusions(self) -> set[str]:
+        # The collection is set by the view, not a field: without this Django skips the
+        # (collection, name) constraint and a second judge of a name is a 500.
+        return super()._get_validation_exclusions() - {"collection"}
+
 
 @member_view()
 def judge_edit(request: HttpRequest, collection: Collection, judge: str = "") -> HttpResponse:

@@ -6,6 +6,7 @@ history rows, invariants), so their admin pages are read-only.
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db import transaction
 
@@ -24,6 +25,8 @@ from .models import (
     Snapshot,
     TaskSource,
 )
+from .services.collections import validate_scale
+from .services.errors import InvariantError
 from .services.search_index import index_items
 
 
@@ -38,10 +41,29 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class CollectionAdminForm(forms.ModelForm):
+    """On "Add collection" the scale and the relevant grade are set once, checked as
+    ``create_collection`` checks them (a form error, never a 500); afterwards they are
+    read-only, as the stored judgments depend on them. (No Meta: the admin gives the
+    model and its fields.)"""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "scale" in self.fields and "scale" not in self.errors:
+            try:
+                data["scale"] = validate_scale(data.get("scale"), data.get("relevant_grade"))
+            except InvariantError as e:
+                self.add_error("scale", str(e))
+        return data
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
+    form = CollectionAdminForm
     list_display = ["slug", "name", "unit", "relevant_grade", "pool_depth", "created_at"]
     search_fields = ["slug", "name"]
+    #: Set once, on "Add collection".
+    set_on_add = ("scale", "relevant_grade")
     # The assessor settings change through update_collection_settings (the API's PATCH),
     # which gives open tasks their slots and keeps judgments as assessments; model_labels
     # too (the API, or the judges page), which checks the name against the judges.
@@ -54,6 +76,16 @@ class CollectionAdmin(admin.ModelAdmin):
         "adjudicate_distance",
         "model_labels",
     ]
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> Any:
+        fields = super().get_readonly_fields(request, obj)
+        return [f for f in fields if f not in self.set_on_add] if obj is None else fields
+
+    def get_changeform_initial_data(self, request: Any) -> dict[str, Any]:
+        return {
+            "scale": [{"grade": 0, "name": "not relevant"}, {"grade": 1, "name": "relevant"}],
+            **super().get_changeform_initial_data(request),
+        }
 
 
 @admin.register(Query)

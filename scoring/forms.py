@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from judgments.models import Collection
+from judgments.uploads import within_upload_limit
 from verity_limits import INT16_MAX, NOTE_MAX
 
 from .engine.params import UNJUDGED_POLICIES, parse_ks
@@ -18,6 +19,7 @@ class RunUploadForm(RunImportOptions):
     field_order = ["file", "name", "description", "order", "dedup", "pool_depth"]  # box last
     file = forms.FileField(
         label="Run file",
+        validators=[within_upload_limit],
         help_text="A TREC run (qid Q0 docid rank score tag), or a multi-stage JSON Lines run "
         '(.jsonl: {"query": …, "stages": {"candidates": […], …}} per line).',
     )

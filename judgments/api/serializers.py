@@ -285,9 +285,15 @@ class JudgmentSerializer(serializers.ModelSerializer):
     def get_relevant(self, obj: Judgment) -> bool:
         return obj.query.collection.is_relevant_grade(obj.grade)
 
-    @extend_schema_field(serializers.CharField(allow_null=True))
+    @extend_schema_field(
+        serializers.CharField(
+            allow_null=True,
+            help_text="Who set the grade: a username, or the external assessor's name an "
+            "import gave for someone who is not a member of the collection.",
+        )
+    )
     def get_reviewer(self, obj: Judgment) -> str | None:
-        return username_of(obj.reviewer)
+        return username_of(obj.reviewer) or obj.reviewer_name or None
 
 
 class GradeField(serializers.IntegerField):

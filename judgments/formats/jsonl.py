@@ -14,7 +14,10 @@ A bundle holds the collection record first::
 
 A judgment record with an ``"assessor"`` (a name) is that assessor's assessment of the
 pair, not its resolved label: a pair may have one per assessor, and the collection's
-resolution policy makes the label (``judgments/resolution.py``).
+resolution policy makes the label (``judgments/resolution.py``). A ``"reviewer"`` who is
+a member of the collection stays the judgment's reviewer; any other name is kept as an
+external assessor's name (``Judgment.reviewer_name``), never a user account, and the
+history names the importer.
     {"type": "unjudged", "query": ..., "item": ..., "source": "qrels -1", "rank": null}
 
 A ``--judgments`` file may also hold ``{"type": "status", "query": ..., "status": ...}``.

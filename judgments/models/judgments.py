@@ -24,6 +24,13 @@ class Judgment(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    reviewer_name = models.CharField(
+        max_length=150,
+        blank=True,
+        default="",
+        help_text="The person an import named who is not a member of the collection: an "
+        "external assessor's name, never a user account ('' otherwise).",
+    )
     note = models.TextField(blank=True)
     version = models.PositiveIntegerField(default=1)
     client_key = models.CharField(  # noqa: DJ001 -- NULL, not "", so that keys stay unique
@@ -50,6 +57,12 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.item_id}={self.grade} v{self.version}"
+
+    @property
+    def who(self) -> str:
+        """Who set the grade, in words: the reviewer's username, or the external
+        assessor's name an import gave ('' when neither)."""
+        return self.reviewer.get_username() if self.reviewer_id else self.reviewer_name
 
 
 class ChangeSource(models.TextChoices):

@@ -4,7 +4,14 @@ One module per concept; this package re-exports the public names, so callers imp
 them from ``judgments.selectors``.
 """
 
-from .access import collections_for, may, may_adjudicate, may_score, role_of
+from .access import (
+    collections_for,
+    may,
+    may_adjudicate,
+    may_score,
+    may_see_assessments,
+    role_of,
+)
 from .assessments import (
     agreement_report,
     assessments_of_pair,
@@ -92,6 +99,7 @@ __all__ = [
     "may",
     "may_adjudicate",
     "may_score",
+    "may_see_assessments",
     "one_assessor",
     "open_adjudications",
     "open_count_shown",

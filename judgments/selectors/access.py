@@ -43,6 +43,17 @@ def may_adjudicate(user: Any, collection: Collection) -> bool:
     return Membership.objects.filter(user=user, collection=collection, can_adjudicate=True).exists()
 
 
+def may_see_assessments(user: Any, collection: Collection) -> bool:
+    """Who may see assessments, or any figure derived from them (agreement, confusion of
+    grades, each assessor against the resolved labels, scores under one assessor's labels,
+    one assessor's qrels): evaluators and admins, never a plain reviewer, whatever
+    capability they hold. With several assessors per item a reviewer knows their own
+    grades, so any such figure could tell them another assessor's grade (blind overlap).
+    The one rule every page, API answer and export asks; management commands are the
+    operator's and need none."""
+    return may(user, collection, Role.EVALUATOR)
+
+
 def may_score(user: Any, collection: Any) -> bool:
     """Scoring stores evaluations: an evaluator's action (``Role.EVALUATOR``)."""
     return may(user, collection, Role.EVALUATOR)

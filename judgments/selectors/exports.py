@@ -70,10 +70,15 @@ def bundle_of(collection: Collection):  # -> formats.Bundle
         .iterator(chunk_size=5000)
     ]
     bundle.judgments = [
-        JudgmentRecord(where, query=q, item=i, grade=g, note=n, reviewer=r)
-        for q, i, g, n, r in judgments_of(collection)
+        JudgmentRecord(where, query=q, item=i, grade=g, note=n, reviewer=r or name or None)
+        for q, i, g, n, r, name in judgments_of(collection)
         .values_list(
-            "query__external_id", "item__external_id", "grade", "note", f"reviewer__{username}"
+            "query__external_id",
+            "item__external_id",
+            "grade",
+            "note",
+            f"reviewer__{username}",
+            "reviewer_name",
         )
         .iterator(chunk_size=5000)
     ]

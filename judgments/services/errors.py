@@ -30,7 +30,7 @@ class JudgmentConflict(VerityError):
     current: Judgment
 
     def __str__(self) -> str:
-        who = self.current.reviewer.get_username() if self.current.reviewer else "an import"
+        who = self.current.who or "an import"
         based = (
             "a new judgment"
             if self.expected_version is None

@@ -139,17 +139,25 @@ class _ImportChecks:
                 query_id__in=chunk
             ).values_list("query_id", "groups"):
                 self.evidence[query_pk] = groups
-            for query_pk, item_pk, grade, version, who in Judgment.objects.filter(
+            for query_pk, item_pk, grade, version, who, name in Judgment.objects.filter(
                 query_id__in=chunk
-            ).values_list("query_id", "item_id", "grade", "version", f"reviewer__{username}"):
-                self.stored[(query_pk, item_pk)] = (grade, version, who)
+            ).values_list(
+                "query_id", "item_id", "grade", "version", f"reviewer__{username}", "reviewer_name"
+            ):
+                self.stored[(query_pk, item_pk)] = (grade, version, who or name)
             for query_pk, item_pk, name, who, grade in Assessment.objects.filter(
                 query_id__in=chunk
             ).values_list("query_id", "item_id", "assessor_name", f"assessor__{username}", "grade"):
                 self.stored_assessments[(query_pk, item_pk, who or name)] = grade
+        # A named reviewer is kept as the label's reviewer only when they are a member of
+        # the collection; any other name is stored as an external assessor's name, never
+        # as a user (an import cannot attribute labels to whoever it likes), and nothing
+        # tells the importer whether a user of that name exists.
         names = sorted({r.reviewer for r in d.judgments if r.reviewer})
         for chunk in _chunks(names):
-            for user in get_user_model().objects.filter(**{f"{username}__in": chunk}):
+            for user in get_user_model().objects.filter(
+                **{f"{username}__in": chunk}, memberships__collection=self.c
+            ):
                 self.users[user.get_username()] = user
 
     def _check_items(self) -> None:
@@ -252,9 +260,6 @@ class _ImportChecks:
                     f"grade {r.grade} is not on the scale of collection '{c.slug}' ({scale}); "
                     "use one of those grades (in qrels, -1 marks pooled but unjudged)",
                 )
-            if r.reviewer is not None and r.reviewer not in self.users:
-                ok = False
-                self.unknown[("reviewer", r.reviewer)].append(r.where)
             if not ok:
                 continue
             query, item = self.queries.get(r.query), self.items.get(r.item)
@@ -411,11 +416,6 @@ class _ImportChecks:
             first = first_of_kind.setdefault(kind, wheres[0])
             if first is not wheres[0]:  # the fix was given once, in full
                 message = f"unknown {kind} '{name}'{more}; see {first} for the fix"
-            elif kind == "reviewer":
-                message = (
-                    f"unknown reviewer '{name}': no user has that username{more}; create the "
-                    'user first, or set "reviewer" to null'
-                )
             else:
                 message = (
                     f"unknown {kind} '{name}': it is neither in collection '{slug}' nor in "

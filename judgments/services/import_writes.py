@@ -102,10 +102,17 @@ class _ImportPlan(_ImportChecks):
         judgments, history = [], []
         for r in self.new_judgments:
             query, item = self.queries[r.query], self.items[r.item]
+            # A member named by the record stays its reviewer; anyone else is a name.
             reviewer = self.users.get(r.reviewer) if r.reviewer else None
             judgments.append(
                 Judgment(
-                    query=query, item=item, grade=r.grade, reviewer=reviewer, note=r.note, version=1
+                    query=query,
+                    item=item,
+                    grade=r.grade,
+                    reviewer=reviewer,
+                    reviewer_name=r.reviewer if r.reviewer and reviewer is None else "",
+                    note=r.note,
+                    version=1,
                 )
             )
             history.append(
@@ -116,7 +123,7 @@ class _ImportPlan(_ImportChecks):
                     new_grade=r.grade,
                     new_note=r.note,
                     version=1,
-                    changed_by=reviewer or by,
+                    changed_by=by,  # who imported it, whoever the record names
                     source=ChangeSource.IMPORT,
                 )
             )

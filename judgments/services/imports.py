@@ -142,9 +142,11 @@ def import_collection_data(
     keep the ``set_query_status`` invariants, and only an unreviewed query gets one;
     ``set_status`` marks each unreviewed query of the import that has a relevant
     judgment ``relevant``. History: a ``JudgmentChange`` (source import, version 1, by
-    the record's reviewer, else ``by``) per judgment and a ``QueryStatusChange`` per
-    status set. Imported judgments complete their pairs' review tasks; unjudged records
-    (qrels grade -1) are queued through ``queue_unjudged``.
+    ``by``, the importer, whoever the record names) per judgment; a record's
+    ``reviewer`` stays the judgment's reviewer when they are a member of the collection,
+    else it is kept as ``reviewer_name``, an external assessor's name, never a user;
+    and a ``QueryStatusChange`` per status set. Imported judgments complete their pairs'
+    review tasks; unjudged records (qrels grade -1) are queued through ``queue_unjudged``.
     """
     collection, created = _import_target(data.collection, collection_slug, create=create)
     plan = _ImportPlan(

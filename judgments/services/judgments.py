@@ -155,7 +155,12 @@ def _record(
         if not relevant and collection.is_relevant_grade(current.grade):
             _refuse_dropping_last_relevant(query, item)
         changed = Judgment.objects.filter(pk=current.pk, version=expected_version).update(
-            grade=grade, note=note, reviewer=reviewer, version=F("version") + 1, updated_at=now
+            grade=grade,
+            note=note,
+            reviewer=reviewer,
+            reviewer_name="",
+            version=F("version") + 1,
+            updated_at=now,
         )
         if changed != 1:
             current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
@@ -163,6 +168,7 @@ def _record(
         old_grade, old_note = current.grade, current.note
         # The compare-and-set above wrote exactly these values: no need to read them back.
         current.grade, current.note, current.reviewer = grade, note, reviewer
+        current.reviewer_name = ""
         current.version, current.updated_at = expected_version + 1, now
         judgment = current
     JudgmentChange.objects.create(

@@ -19,6 +19,7 @@ from ..selectors import (
     agreement_report,
     assessments_of_pair,
     may_adjudicate,
+    may_see_assessments,
     open_adjudications,
     reviewer_stats,
     snapshot_of,
@@ -116,7 +117,15 @@ def reviewer_stats_page(request: HttpRequest, collection: Collection) -> HttpRes
 @require_GET
 @member_view()
 def agreement_page(request: HttpRequest, collection: Collection) -> HttpResponse:
-    """Agreement between the assessors: now, or as frozen in ``?snapshot=N``."""
+    """Agreement between the assessors: now, or as frozen in ``?snapshot=N``. Evaluators
+    and admins only (``may_see_assessments``): with their own grades, a reviewer would
+    read the other assessors' grades off the figures."""
+    if not may_see_assessments(request.user, collection):
+        raise RoleRequired(
+            "Agreement between assessors is for evaluators and admins: with your own "
+            "grades, its figures would tell you the other assessors' grades.",
+            role=Role.EVALUATOR,
+        )
     snapshot = None
     number = request.GET.get("snapshot", "")
     if number:

@@ -17,10 +17,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ..formats import MAX_LISTED
 from ..forms import BulkStatusForm
-from ..models import Collection, QueryStatus, Role, role_allows
+from ..models import Collection, QueryStatus
 from ..selectors import (
     collections_with_review_progress,
     may_adjudicate,
+    may_see_assessments,
     open_adjudications,
     queries_with_progress,
     query_tags_of,
@@ -85,14 +86,14 @@ def collection_detail(request: HttpRequest, collection: Collection) -> HttpRespo
 
 def _overlap_context(request: HttpRequest, collection: Collection) -> dict[str, Any]:
     """Several assessors per item: the links and counts only those who may use them see
-    (adjudication: adjudicators; agreement: evaluators and up, never a plain reviewer,
-    whose own grades and the figures would tell the others')."""
+    (adjudication: adjudicators; agreement: ``may_see_assessments``, never a plain
+    reviewer, whose own grades and the figures would tell the others')."""
     if not collection.has_overlap:
         return {}
     adjudicator = may_adjudicate(request.user, collection)
     return {
         "may_adjudicate": adjudicator,
-        "may_see_agreement": adjudicator or role_allows(request.collection_role, Role.EVALUATOR),  # type: ignore[attr-defined]
+        "may_see_agreement": may_see_assessments(request.user, collection),
         "n_adjudication": open_adjudications(collection).count() if adjudicator else 0,
     }
 

@@ -150,9 +150,7 @@ def _conflict(
         "mine_note": note,
         "theirs": theirs,
         "theirs_label": _grade_label(collection, theirs.grade),
-        "theirs_by": "you"
-        if yours
-        else (theirs.reviewer.get_username() if theirs.reviewer else "an import"),
+        "theirs_by": "you" if yours else (theirs.who or "an import"),
         "based_on": error.expected_version,
     }
 

@@ -63,7 +63,7 @@ def _last_set(collection: Collection, judgment: Any) -> str:
     """Who or what set the label last: a person, or how (the resolution policy, an
     adjudicator, an import), never "import" for a label no import wrote."""
     source = getattr(judgment, "last_source", None)
-    who = judgment.reviewer.get_username() if judgment.reviewer else ""
+    who = judgment.who
     if source == ChangeSource.RESOLUTION:
         return f"resolved by the {collection.resolution_policy} policy"
     if source == ChangeSource.ADJUDICATION:

@@ -22,6 +22,7 @@ from jobs.api import JOB_ACCEPTED, job_accepted
 from judgments.api.errors import ApiError, ErrorSerializer
 from judgments.api.permissions import CollectionScoped
 from judgments.models import Role, Snapshot
+from judgments.selectors import may_see_assessments
 
 from .. import comparison, reports
 from ..models import Evaluation, Run
@@ -230,7 +231,10 @@ class EvaluationCompareApi(CollectionScoped, APIView):
             raise ApiError(404, f"collection '{slug}' has no evaluation {a_id} or {b_id}") from None
         try:
             result = reports.compare_evaluations(
-                a, b, seed=comparison.DEFAULT_SEED if seed is None else seed
+                a,
+                b,
+                seed=comparison.DEFAULT_SEED if seed is None else seed,
+                with_assessors=may_see_assessments(request.user, self.collection),
             )
         except reports.ComparisonRefused as exc:
             raise ApiError(

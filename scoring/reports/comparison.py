@@ -168,10 +168,17 @@ def _diff_summary(a: Snapshot, b: Snapshot, limit: int = 500) -> dict[str, Any]:
 
 
 def compare_evaluations(
-    a: Evaluation, b: Evaluation, *, seed: int = comparison.DEFAULT_SEED
+    a: Evaluation,
+    b: Evaluation,
+    *,
+    seed: int = comparison.DEFAULT_SEED,
+    with_assessors: bool = True,
 ) -> dict[str, Any]:
     """Paired comparison a - b on the queries scorable in both; ``ComparisonRefused`` when
-    the two do not measure the same thing (``comparison_refusals``)."""
+    the two do not measure the same thing (``comparison_refusals``). ``with_assessors``
+    false leaves out the scores under each assessor's labels: pages and the API pass
+    ``may_see_assessments`` (a plain reviewer could read another assessor's grades off
+    them)."""
     reasons = comparison_refusals(a, b)
     if reasons:
         raise ComparisonRefused(reasons)
@@ -229,7 +236,7 @@ def compare_evaluations(
     mode = "runs" if a.snapshot_id == b.snapshot_id else "labels"
     only_a = _natural(rows_a.keys() - rows_b.keys())
     only_b = _natural(rows_b.keys() - rows_a.keys())
-    effect = assessor_effect([a, b], entries[0]["measure"]) if entries else None
+    effect = assessor_effect([a, b], entries[0]["measure"]) if entries and with_assessors else None
     return {
         # Only with several assessors per item: the key is absent otherwise, so the
         # comparison of single-assessor snapshots reads as before.

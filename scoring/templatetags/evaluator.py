@@ -12,7 +12,7 @@ from typing import Any
 
 from django import template
 
-from jobs.models import Job
+from jobs.selectors import jobs_visible_to
 from judgments.models import Collection, Role, Snapshot, role_allows
 
 from ..models import Evaluation, Run
@@ -40,6 +40,8 @@ def evaluator_panel(context: Any, collection: Collection) -> dict[str, Any]:
         "latest_evaluation": evaluations.select_related("run", "stage", "snapshot")
         .order_by("-created_at", "-pk")
         .first(),
-        "jobs": Job.objects.filter(collection=collection).order_by("-created_at", "-pk")[:5],
+        "jobs": jobs_visible_to(request.user)
+        .filter(collection=collection)
+        .order_by("-created_at", "-pk")[:5],
         "csrf_token": context.get("csrf_token"),
     }

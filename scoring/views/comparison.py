@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from judgments.models import Collection, Role
+from judgments.selectors import may_see_assessments
 from judgments.views.common import RoleRequired
 
 from .. import comparison, reports
@@ -55,7 +56,9 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
         raise Http404(f"collection '{collection.slug}' has no such evaluation") from None
     context.update({"a": a, "b": b, "seed": seed})
     try:
-        result = reports.compare_evaluations(a, b, seed=seed)
+        result = reports.compare_evaluations(
+            a, b, seed=seed, with_assessors=may_see_assessments(request.user, collection)
+        )
     except reports.ComparisonRefused as exc:
         if request.GET.get("format") == "json":
             return JsonResponse({"refused": True, "reasons": exc.reasons}, status=400)

@@ -87,9 +87,10 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     f"GET {C}/judges/{{judge}}/calibration/":               (401, 404, 200, 200, 200, 200),
     # A job: seen by its author and its collection's members; retried and downloaded by
     # its author (here the evaluator) or a superuser.
-    "GET /api/jobs/{id}/":                                  (401, 404, 200, 200, 200, 200),
-    "POST /api/jobs/{id}/retry/":                           (401, 404, 403, 202, 403, 202),
-    "GET /api/jobs/{id}/file":                              (401, 404, 403, 200, 403, 200),
+    # A job needs, now, the role its kind needs (evaluator): a reviewer is not let in.
+    "GET /api/jobs/{id}/":                                  (401, 404, 404, 200, 200, 200),
+    "POST /api/jobs/{id}/retry/":                           (401, 404, 404, 202, 403, 202),
+    "GET /api/jobs/{id}/file":                              (401, 404, 404, 200, 403, 200),
 }
 # fmt: on
 

@@ -272,6 +272,16 @@ def test_load_demo_loads_both_bundles(settings, fast_passwords, demo_lines):
     )
     for name in DEMO_LOGINS:
         assert authenticate(username=name, password=name) is not None
+    # The bundle's reviewers are members before its judgments are imported (issue 22
+    # item 4: a name that is not a member stays a name), so the labels are theirs.
+    named = Counter(j["reviewer"] for j in by_type(demo_lines, "judgment") if j["reviewer"])
+    stored = Counter(
+        Judgment.objects.filter(query__collection=demo, reviewer__isnull=False).values_list(
+            "reviewer__username", flat=True
+        )
+    )
+    assert stored == named
+    assert not Judgment.objects.filter(query__collection=demo).exclude(reviewer_name="").exists()
     assert "demo-handbook: 1040 items, 50 queries" in out
     assert "http://127.0.0.1:8000/" in out and "DEMO ONLY" in out
 

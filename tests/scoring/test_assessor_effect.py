@@ -78,3 +78,36 @@ def test_the_compare_page_shows_the_orderings(split_labels, client):
     bob = section[section.index('data-labels="bob"') :]
     assert "two/default > one/default" in bob[: bob.index("</tr>")]
     assert "-1.000" in bob[: bob.index("</tr>")]
+
+
+def test_a_reviewer_sees_no_scores_under_each_assessors_labels(split_labels, client):
+    """Issue 22 item 2 (fails on main): the comparison's per-assessor scores tell a
+    reviewer who knows their own grades another assessor's; page and API leave them out
+    for reviewers (``may_see_assessments``) and keep them for evaluators."""
+    from rest_framework.test import APIClient
+
+    from judgments.services import set_membership
+
+    one, two = split_labels
+    collection = one.collection
+    carl, eve = make_user("carl"), make_user("eve")
+    set_membership(collection=collection, user=carl, role="reviewer")
+    set_membership(collection=collection, user=eve, role="evaluator")
+    url = f"/c/split/compare/?a={one.pk}&b={two.pk}"
+    client.force_login(carl)
+    page = client.get(url)
+    assert page.status_code == 200 and 'id="assessor-effect"' not in page.content.decode()
+    assert "assessors" not in client.get(url + "&format=json").json()
+    api = APIClient()
+    api.force_authenticate(carl)
+    answer = api.get(f"/api/collections/split/compare/?a={one.pk}&b={two.pk}")
+    assert answer.status_code == 200 and "assessors" not in answer.json()
+    api.force_authenticate(eve)
+    answer = api.get(f"/api/collections/split/compare/?a={one.pk}&b={two.pk}")
+    assert [r["labels"] for r in answer.json()["assessors"]["rows"]] == [
+        "resolved",
+        "alice",
+        "bob",
+    ]
+    client.force_login(eve)
+    assert 'id="assessor-effect"' in client.get(url).content.decode()

@@ -6,13 +6,13 @@ import re
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from judgments.models import Role
-from judgments.selectors import agreement_report, snapshot_of
+from judgments.selectors import agreement_report, may_see_assessments, snapshot_of
 from verity_limits import INT32_MAX
 
 from ..permissions import CollectionScoped
@@ -45,6 +45,8 @@ class AgreementView(CollectionScoped, APIView):
     required_roles = {"GET": Role.EVALUATOR}
 
     def get(self, request: Request, slug: str) -> Response:
+        if not may_see_assessments(request.user, self.collection):  # the one rule
+            raise exceptions.PermissionDenied("Agreement is for evaluators and admins.")
         raw = request.query_params.get("snapshot", "")
         snapshot = None
         if raw:

@@ -28,6 +28,7 @@ from jobs.api import JOB_ACCEPTED, job_accepted, wants_async
 from judgments.models import Judgment, Role, Snapshot
 from judgments.selectors import (
     diff_snapshots,
+    may_see_assessments,
     snapshot_canonical_lines,
     snapshot_of,
     snapshot_trec_lines,
@@ -209,6 +210,10 @@ class QrelsView(CollectionScoped, APIView):
         assessor = request.query_params.get("assessor") or None
         if assessor is not None and fmt != "trec":
             raise serializers.ValidationError({"assessor": "exports TREC qrels only"})
+        if (assessor is not None or fmt == "jsonl") and not may_see_assessments(
+            request.user, self.collection
+        ):  # one assessor's labels, or the canonical form that keeps every assessment
+            raise exceptions.PermissionDenied("Assessments are for evaluators and admins.")
         etag = f'"sha256:{snapshot.content_hash}"'
         if assessor is not None:  # one assessor's lines: a representation of their own
             name = hashlib.sha256(assessor.encode()).hexdigest()[:16]

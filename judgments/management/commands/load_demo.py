@@ -25,8 +25,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from judgments.formats.jsonl import parse_bundle
 from judgments.models import Collection, Judgment, QueryStatus, ReviewTask, TaskStatus
-from judgments.services import set_membership
+from judgments.services import import_collection_data, set_membership
 
 BUNDLES = (
     ("fixtures/demo/bundle.jsonl", "regenerate it with python fixtures/demo/generate.py"),
@@ -95,6 +96,7 @@ class Command(BaseCommand):
         # so that the bundles' reviewers exist when their judgments are imported.
         logins = io.StringIO()
         call_command("create_demo_users", stdout=logins)
+        users = get_user_model().objects.in_bulk(list(DEMO_ROLES), field_name="username")
         slugs, fresh = [], []
         for relative, fix in BUNDLES:
             path = Path(settings.BASE_DIR) / relative
@@ -104,10 +106,16 @@ class Command(BaseCommand):
                 self.stdout.write(f"{slug}: already loaded, left as it is ({relative}).")
                 continue
             self.stdout.write(f"{slug}: importing {relative} …")
+            # The collection and its members first: an import keeps a named reviewer as
+            # the judgment's reviewer only when they are a member (else it is a name).
+            with path.open("rb") as f:
+                head, _ = parse_bundle(f.readline(), path.name)
+            collection = import_collection_data(data=head).collection
+            for username, role in DEMO_ROLES.items():
+                set_membership(collection=collection, user=users[username], role=role)
             call_command("import_collection", str(path), stdout=self.stdout, stderr=self.stderr)
             fresh.append(slug)
         self.stdout.write("")
-        users = get_user_model().objects.in_bulk(list(DEMO_ROLES), field_name="username")
         for slug in slugs:
             collection = Collection.objects.get(slug=slug)
             for username, role in DEMO_ROLES.items():
