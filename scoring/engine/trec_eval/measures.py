@@ -1,0 +1,867 @@
+"""trec_eval 10's measures (m_*.c), each computed for every query at once on the padded
+rank matrix of ``rankings.Rankings``.
+
+Every value is computed with the same floating-point operations in the same order as the C
+code, so that the four printed decimals agree to the last digit: sums that trec_eval
+accumulates rank by rank are accumulated along the rank axis (``cumsum``, sequential, not
+numpy's pairwise ``sum``), logarithms come from the C library through ``math``. The
+measures built on relevance gains (G, ndcg, ndcg_rel, Rndcg, dcg, ideal_dcg, rbp) walk
+each query's gain levels the way gain_init.c does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rankings import NONPOOL, PAD, UNJUDGED, Rankings
+
+MIN_GEO_MEAN = 0.00001
+INFAP_EPSILON = 0.00001
+
+
+class MeasureError(Exception):
+    """A measure trec_eval cannot compute (its message, then "Can't calculate")."""
+
+
+@dataclass
+class Context:
+    r: Rankings
+    level: int
+    num_docs_in_coll: int
+
+    @functools.cached_property
+    def rels(self) -> np.ndarray:
+        return self.r.rels
+
+    @functools.cached_property
+    def width(self) -> int:
+        return self.rels.shape[1]
+
+    @functools.cached_property
+    def valid(self) -> np.ndarray:
+        return self.rels != PAD
+
+    @functools.cached_property
+    def is_rel(self) -> np.ndarray:
+        return (self.rels >= self.level) & self.valid
+
+    @functools.cached_property
+    def cum_rel(self) -> np.ndarray:
+        """(n, width + 1): relevant documents in the top k, k = 0..width."""
+        out = np.zeros((self.r.n, self.width + 1), dtype=np.int64)
+        np.cumsum(self.is_rel, axis=1, out=out[:, 1:])
+        return out
+
+    @functools.cached_property
+    def rows(self) -> np.ndarray:
+        return np.arange(self.r.n)
+
+    def top(self, counts: np.ndarray, k) -> np.ndarray:
+        """counts[:, min(k, num_ret)] per query."""
+        return counts[self.rows, np.minimum(k, self.r.num_ret)]
+
+    @functools.cached_property
+    def num_ret(self) -> np.ndarray:
+        return self.r.num_ret
+
+    @functools.cached_property
+    def level_counts(self) -> list[np.ndarray]:
+        """rel_levels of form_res_rels: per query, the judged qrels per grade 0..max."""
+        grades = self.r.qrel_grade
+        judged = grades >= 0
+        out: list[np.ndarray] = [np.zeros(0, np.int64) for _ in range(self.r.n)]
+        rows = self.r.qrel_row[judged]
+        g = grades[judged]
+        order = np.argsort(rows, kind="stable")
+        rows, g = rows[order], g[order]
+        bounds = np.searchsorted(rows, np.arange(self.r.n + 1))
+        for q in range(self.r.n):
+            out[q] = np.bincount(g[bounds[q] : bounds[q + 1]])
+        return out
+
+    @functools.cached_property
+    def num_rel(self) -> np.ndarray:
+        lv = max(self.level, 0)
+        return np.array([int(c[lv:].sum()) for c in self.level_counts], dtype=np.int64)
+
+    @functools.cached_property
+    def num_nonrel(self) -> np.ndarray:
+        return np.array(
+            [int(c[: max(self.level, 0)].sum()) for c in self.level_counts], dtype=np.int64
+        )
+
+    @functools.cached_property
+    def num_rel_ret(self) -> np.ndarray:
+        judged_rel = (self.rels >= 0) & (self.rels >= self.level)
+        return judged_rel.sum(axis=1).astype(np.int64)
+
+    @functools.cached_property
+    def positions(self) -> np.ndarray:
+        """1-based ranks as doubles."""
+        return np.arange(1, self.width + 1, dtype=np.float64)
+
+    @functools.cached_property
+    def log2_table(self) -> np.ndarray:
+        """log2(k) for k = 0..width + 3, from the C library."""
+        return np.array([math.log2(k) if k else -math.inf for k in range(self.width + 4)])
+
+    @functools.cached_property
+    def bpref_parts(self):
+        r = self.rels
+        skipped = (r == NONPOOL) | (r == UNJUDGED) | ~self.valid
+        nonrel = (r >= 0) & (r < self.level)
+        relv = ~skipped & ~nonrel
+        return relv, np.cumsum(nonrel, axis=1), np.cumsum(r == UNJUDGED, axis=1)
+
+
+def seq_rowsum(terms: np.ndarray) -> np.ndarray:
+    """Each row summed left to right, the order a C loop adds them."""
+    if terms.shape[1] == 0:
+        return np.zeros(terms.shape[0])
+    return np.cumsum(terms, axis=1)[:, -1]
+
+
+def _div(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
+
+
+# ---------------------------------------------------------------- the measures
+
+
+def m_num_q(ctx, params):
+    return np.ones(ctx.r.n)
+
+
+def m_num_ret(ctx, params):
+    return ctx.num_ret.astype(np.float64)
+
+
+def m_num_rel(ctx, params):
+    return ctx.num_rel.astype(np.float64)
+
+
+def m_num_rel_ret(ctx, params):
+    return ctx.num_rel_ret.astype(np.float64)
+
+
+def _ap_terms(ctx):
+    return np.where(ctx.is_rel, _div(ctx.cum_rel[:, 1:], ctx.positions), 0.0)
+
+
+def m_map(ctx, params):
+    total = seq_rowsum(_ap_terms(ctx))
+    found = ctx.cum_rel[ctx.rows, ctx.num_ret] > 0
+    return np.where(found, _div(total, ctx.num_rel), 0.0)
+
+
+def m_gm_map(ctx, params):
+    total = seq_rowsum(_ap_terms(ctx))
+    found = ctx.cum_rel[ctx.rows, ctx.num_ret] > 0
+    ap = np.where(found, _div(total, ctx.num_rel), total)
+    return np.array([math.log(max(v, MIN_GEO_MEAN)) for v in ap.tolist()])
+
+
+def m_Rprec(ctx, params):
+    k = np.minimum(ctx.num_ret, ctx.num_rel)
+    return np.where(k > 0, _div(ctx.cum_rel[ctx.rows, k], ctx.num_rel), 0.0)
+
+
+def _bpref(ctx):
+    relv, nonrel_so_far, _ = ctx.bpref_parts
+    r = ctx.num_rel[:, None]
+    denominator = np.minimum(ctx.num_nonrel[:, None], r)
+    terms = np.where(
+        relv,
+        np.where(nonrel_so_far > 0, 1.0 - _div(np.minimum(nonrel_so_far, r), denominator), 1.0),
+        0.0,
+    )
+    total = seq_rowsum(terms)
+    return np.where(ctx.num_rel > 0, _div(total, ctx.num_rel), total)
+
+
+def m_bpref(ctx, params):
+    return _bpref(ctx)
+
+
+def m_gm_bpref(ctx, params):
+    return np.array([math.log(max(v, MIN_GEO_MEAN)) for v in _bpref(ctx).tolist()])
+
+
+def m_recip_rank(ctx, params):
+    first = np.argmax(ctx.is_rel, axis=1)
+    has = ctx.is_rel.any(axis=1)
+    return np.where(has, _div(1.0, first + 1.0), 0.0)
+
+
+def _lround(x: np.ndarray) -> np.ndarray:
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int64)
+
+
+@functools.cache
+def _noop():
+    return None
+
+
+def _interpolated(ctx, cutoff_ints: np.ndarray) -> np.ndarray:
+    """iprec_at_recall's value for per-query relevant-count cutoffs (n, c)."""
+    nrr = ctx.num_rel_ret
+    precision = np.where(ctx.valid, _div(ctx.cum_rel[:, 1:], ctx.positions), -np.inf)
+    suffix_max = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
+    rr, cc = np.nonzero(ctx.is_rel)
+    starts = np.searchsorted(rr, ctx.rows)
+    k = np.maximum(cutoff_ints, 1)
+    ok = (cutoff_ints <= nrr[:, None]) & (nrr[:, None] > 0)
+    index = np.where(ok, starts[:, None] + k - 1, 0)
+    if len(cc):
+        col = cc[np.minimum(index, len(cc) - 1)]
+        values = np.where(ok, suffix_max[ctx.rows[:, None], col], 0.0)
+    else:
+        values = np.zeros(cutoff_ints.shape)
+    empty = nrr == 0
+    if empty.any():
+        base = _div(nrr, ctx.num_ret)  # 0/num_ret, NaN when nothing was retrieved
+        values = np.where(empty[:, None] & (cutoff_ints <= 0), base[:, None], values)
+    return values
+
+
+def m_iprec_at_recall(ctx, params):
+    cutoffs = np.array(params, dtype=np.float64)
+    ints = _lround(cutoffs[None, :] * ctx.num_rel[:, None].astype(np.float64))
+    return _interpolated(ctx, ints)
+
+
+def m_11pt_avg(ctx, params):
+    if len(params) == 0:
+        raise MeasureError("trec_eval.calc_m_11ptavg: No cutoff values\n")
+    cutoffs = np.array(params, dtype=np.float64)
+    ints = _lround(cutoffs[None, :] * ctx.num_rel[:, None].astype(np.float64))
+    values = _interpolated(ctx, ints)
+    # Summed from the highest cutoff down, the order the C loop meets them.
+    total = seq_rowsum(values[:, ::-1])
+    return total / float(len(params))
+
+
+def m_P(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    counts = ctx.cum_rel[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    return _div(counts, k[None, :])
+
+
+def m_recall(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    counts = ctx.cum_rel[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    return np.where(ctx.num_rel[:, None] > 0, _div(counts, ctx.num_rel[:, None]), 0.0)
+
+
+def m_relative_P(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    counts = ctx.cum_rel[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    divisor = np.minimum(k[None, :], ctx.num_rel[:, None])
+    return np.where(ctx.num_rel[:, None] > 0, _div(counts, divisor), 0.0)
+
+
+def m_success(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    counts = ctx.cum_rel[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    return (counts > 0).astype(np.float64)
+
+
+def m_map_cut(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    partial = np.zeros((ctx.r.n, ctx.width + 1))
+    np.cumsum(_ap_terms(ctx), axis=1, out=partial[:, 1:])
+    sums = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    return np.where(ctx.num_rel[:, None] > 0, _div(sums, ctx.num_rel[:, None]), 0.0)
+
+
+def m_unj(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    unjudged = ((ctx.rels == NONPOOL) | (ctx.rels == UNJUDGED)).astype(np.int64)
+    cum = np.zeros((ctx.r.n, ctx.width + 1), dtype=np.int64)
+    np.cumsum(unjudged, axis=1, out=cum[:, 1:])
+    counts = cum[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    return _div(counts, k[None, :])
+
+
+def m_infAP(ctx, params):
+    relv, nonrel_so_far, unjudged_so_far = ctx.bpref_parts
+    rel_before = np.cumsum(relv, axis=1) - 1  # rel_so_far - 1 at a relevant document
+    fj = np.arange(ctx.width, dtype=np.float64)[None, :]
+    a = (rel_before + nonrel_so_far + unjudged_so_far).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (a / fj) * (
+            (rel_before + INFAP_EPSILON) / (rel_before + nonrel_so_far + 2 * INFAP_EPSILON)
+        )
+    term[:, 0] = 1.0
+    total = seq_rowsum(np.where(relv, term, 0.0))
+    return np.where(ctx.num_rel > 0, _div(total, ctx.num_rel), total)
+
+
+def m_Rprec_mult(ctx, params):
+    cutoffs = np.array(params, dtype=np.float64)
+    ints = (cutoffs[None, :] * ctx.num_rel[:, None] + 0.9).astype(np.int64)
+    beyond = ints > ctx.num_ret[:, None]
+    inside = (ints >= 1) & ~beyond
+    counts = ctx.cum_rel[ctx.rows[:, None], np.clip(ints, 0, ctx.num_ret[:, None])]
+    out = np.where(beyond, _div(ctx.num_rel_ret[:, None], ints), 0.0)
+    return np.where(inside, _div(counts, ints), out)
+
+
+def m_utility(ctx, params):
+    if len(params) != 4:
+        raise MeasureError("trec_eval.calc_utility: improper number of coefficients\n")
+    a, b, c, d = params
+    nrr, nret, nrel = ctx.num_rel_ret, ctx.num_ret, ctx.num_rel
+    return (
+        a * nrr.astype(np.float64)
+        + b * (nret - nrr).astype(np.float64)
+        + c * (nrel - nrr).astype(np.float64)
+        + d * (ctx.num_docs_in_coll + nrr - nret - nrel).astype(np.float64)
+    )
+
+
+def m_binG(ctx, params):
+    i = np.arange(ctx.width)[None, :]
+    rsf = ctx.cum_rel[:, 1:]
+    index = np.clip(3 + i - rsf, 0, ctx.width + 3)
+    terms = np.where(ctx.is_rel, _div(1.0, ctx.log2_table[index]), 0.0)
+    total = seq_rowsum(terms)
+    found = ctx.cum_rel[ctx.rows, ctx.num_ret] > 0
+    return np.where(found, _div(total, ctx.num_rel), 0.0)
+
+
+def m_set_P(ctx, params):
+    return np.where(ctx.num_ret > 0, _div(ctx.num_rel_ret, ctx.num_ret), 0.0)
+
+
+def m_set_relative_P(ctx, params):
+    ok = (ctx.num_ret > 0) & (ctx.num_rel > 0)
+    return np.where(ok, _div(ctx.num_rel_ret, np.minimum(ctx.num_ret, ctx.num_rel)), 0.0)
+
+
+def m_set_recall(ctx, params):
+    return np.where(ctx.num_rel > 0, _div(ctx.num_rel_ret, ctx.num_rel), 0.0)
+
+
+def m_set_map(ctx, params):
+    ok = (ctx.num_ret > 0) & (ctx.num_rel > 0)
+    nrr = ctx.num_rel_ret.astype(np.float64)
+    return np.where(
+        ok,
+        _div(nrr * nrr, ctx.num_ret.astype(np.float64) * ctx.num_rel.astype(np.float64)),
+        0.0,
+    )
+
+
+def m_set_F(ctx, params):
+    x = params[0]
+    p = _div(ctx.num_rel_ret, ctx.num_ret)
+    r = _div(ctx.num_rel_ret, ctx.num_rel)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (x + 1.0) * p * r / (x * p + r)
+    return np.where(ctx.num_rel_ret > 0, f, 0.0)
+
+
+def m_num_nonrel_judged_ret(ctx, params):
+    r = ctx.rels
+    nonpool = (r == NONPOOL).sum(axis=1)
+    unjudged = (r == UNJUDGED).sum(axis=1)
+    return (ctx.num_ret - nonpool - unjudged - ctx.num_rel_ret).astype(np.float64)
+
+
+# ------------------------------------------------------------ gain-based measures
+
+
+def _valid_int(text: str) -> bool:
+    body = text[1:] if text[:1] in "+-" else text
+    return bool(body) and all("0" <= ch <= "9" for ch in body)
+
+
+def _gain_cmp(a, b) -> int:
+    # comp_rel_gain returns the gain difference converted to int (truncated).
+    return int(a[1] - b[1])
+
+
+def setup_gains(pairs, level_counts: np.ndarray):
+    """gain_init.c: [rel_level, gain, num_at_level] sorted by gain (ascending)."""
+    gains = []
+    for name, value in pairs:
+        if not _valid_int(name):
+            continue
+        gains.append([int(name), float(value), 0])
+    for i in range(len(level_counts)):
+        for g in gains:
+            if g[0] == i:
+                g[2] = int(level_counts[i])
+                break
+        else:
+            gains.append([i, float(i), int(level_counts[i])])
+    return sorted(gains, key=functools.cmp_to_key(_gain_cmp))
+
+
+def _get_gain(rel: int, gains) -> float:
+    for g in gains:
+        if g[0] == rel:
+            return g[1]
+    return 0.0
+
+
+def _levels_present(counts: np.ndarray) -> np.ndarray:
+    """rel_levels up to num_rel_levels (the highest grade with a judgment)."""
+    nonzero = np.flatnonzero(counts)
+    return counts[: nonzero[-1] + 1] if len(nonzero) else counts[:0]
+
+
+def _query_rels(ctx, q) -> list[int]:
+    return ctx.rels[q, : ctx.num_ret[q]].tolist()
+
+
+def _ndcg_query(ctx, q, pairs, which):
+    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
+    rels = _query_rels(ctx, q)
+    log2 = ctx.log2_table
+    results_dcg = 0.0
+    ideal_dcg = 0.0
+    cur = len(gains) - 1
+    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+    at_level = 0
+    i = 0
+    n = len(rels)
+    while i < n and ideal_gain > 0.0:
+        g = _get_gain(rels[i], gains)
+        if g != 0:
+            results_dcg += g / log2[i + 2]
+        at_level += 1
+        while cur >= 0 and at_level > gains[cur][2]:
+            at_level = 1
+            cur -= 1
+            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / log2[i + 2]
+        i += 1
+    while i < n:
+        g = _get_gain(rels[i], gains)
+        if g != 0:
+            results_dcg += g / log2[i + 2]
+        i += 1
+    while ideal_gain > 0.0:
+        at_level += 1
+        while cur >= 0 and at_level > gains[cur][2]:
+            at_level = 1
+            cur -= 1
+            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    if which == "ndcg":
+        return results_dcg / ideal_dcg if ideal_dcg > 0.0 else 0.0
+    if which == "dcg":
+        return results_dcg
+    return ideal_dcg
+
+
+def _per_query(ctx, fn) -> np.ndarray:
+    return np.array([fn(q) for q in range(ctx.r.n)], dtype=np.float64)
+
+
+def m_ndcg(ctx, params):
+    return _per_query(ctx, lambda q: _ndcg_query(ctx, q, params, "ndcg"))
+
+
+def m_dcg(ctx, params):
+    return _per_query(ctx, lambda q: _ndcg_query(ctx, q, params, "dcg"))
+
+
+def m_ideal_dcg(ctx, params):
+    return _per_query(ctx, lambda q: _ndcg_query(ctx, q, params, "ideal_dcg"))
+
+
+def _ndcg_rel_query(ctx, q, pairs):
+    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
+    rels = _query_rels(ctx, q)
+    log2 = math.log2
+    results_dcg = ideal_dcg = total = 0.0
+    num_rel_ret = num_rel = 0
+    cur = len(gains) - 1
+    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+    at_level = 0
+    i = 0
+    n = len(rels)
+    with np.errstate(all="ignore"):
+        while i < n and ideal_gain > 0.0:
+            g = _get_gain(rels[i], gains)
+            if g != 0:
+                results_dcg += g / log2(i + 2)
+            at_level += 1
+            while cur >= 0 and at_level > gains[cur][2]:
+                at_level = 1
+                cur -= 1
+                ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+            if ideal_gain > 0.0:
+                num_rel += 1
+                ideal_dcg += ideal_gain / log2(i + 2)
+            if g > 0:
+                total += _fdiv(results_dcg, ideal_dcg)
+                num_rel_ret += 1
+            i += 1
+        while i < n:
+            g = _get_gain(rels[i], gains)
+            if g != 0:
+                results_dcg += g / log2(i + 2)
+            if g > 0:
+                total += _fdiv(results_dcg, ideal_dcg)
+                num_rel_ret += 1
+            i += 1
+        while ideal_gain > 0.0:
+            at_level += 1
+            while cur >= 0 and at_level > gains[cur][2]:
+                at_level = 1
+                cur -= 1
+                ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+            if ideal_gain > 0.0:
+                num_rel += 1
+                ideal_dcg += ideal_gain / log2(i + 2)
+            i += 1
+        total += float(num_rel - num_rel_ret) * _fdiv(results_dcg, ideal_dcg)
+    return _fdiv(total, num_rel) if total > 0.0 else 0.0
+
+
+def _fdiv(a: float, b: float) -> float:
+    if b:
+        return a / b
+    if a == 0 or math.isnan(a):
+        return -math.nan
+    return math.copysign(math.inf, a) * (1 if math.copysign(1, b) > 0 else -1)
+
+
+def m_ndcg_rel(ctx, params):
+    return _per_query(ctx, lambda q: _ndcg_rel_query(ctx, q, params))
+
+
+def _rndcg_query(ctx, q, pairs):
+    if ctx.num_rel[q] == 0:
+        return 0.0
+    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
+    rels = _query_rels(ctx, q)
+    log2 = math.log2
+    results_dcg = ideal_dcg = total = 0.0
+    cur = len(gains) - 1
+    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+    old_ideal_gain = ideal_gain
+    changed = 0
+    at_level = 0
+    i = 0
+    n = len(rels)
+    while i < n and ideal_gain > 0.0:
+        g = _get_gain(rels[i], gains)
+        at_level += 1
+        while cur >= 0 and at_level > gains[cur][2]:
+            at_level = 1
+            cur -= 1
+            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+        if old_ideal_gain != ideal_gain:
+            if ideal_dcg > 0.0:
+                total += results_dcg / ideal_dcg
+                changed += 1
+            old_ideal_gain = ideal_gain
+        if g != 0:
+            results_dcg += g / log2(i + 2)
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / log2(i + 2)
+        i += 1
+    if i < n:
+        while i < n:
+            g = _get_gain(rels[i], gains)
+            if g != 0:
+                results_dcg += g / log2(i + 2)
+            i += 1
+        if ideal_dcg > 0.0:
+            total += results_dcg / ideal_dcg
+            changed += 1
+    while ideal_gain > 0.0:
+        at_level += 1
+        while cur >= 0 and at_level > gains[cur][2]:
+            at_level = 1
+            cur -= 1
+            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+        if old_ideal_gain != ideal_gain:
+            if ideal_dcg > 0.0:
+                total += results_dcg / ideal_dcg
+                changed += 1
+            old_ideal_gain = ideal_gain
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / log2(i + 2)
+        i += 1
+    return _fdiv(total, changed)
+
+
+def m_Rndcg(ctx, params):
+    return _per_query(ctx, lambda q: _rndcg_query(ctx, q, params))
+
+
+def _g_query(ctx, q, pairs):
+    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
+    rels = _query_rels(ctx, q)
+    log2 = math.log2
+    results_g = sum_results = sum_ideal = sum_cost = 0.0
+    cur = len(gains) - 1
+    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+    at_level = 0
+    min_cost = 1.0
+    i = 0
+    n = len(rels)
+    while i < n and ideal_gain > 0.0:
+        g = _get_gain(rels[i], gains)
+        sum_results += g
+        at_level += 1
+        while cur >= 0 and at_level > gains[cur][2]:
+            at_level = 1
+            cur -= 1
+            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+        if ideal_gain > 0.0:
+            sum_ideal += ideal_gain
+        if ideal_gain >= min_cost:
+            sum_cost += ideal_gain
+        else:
+            sum_cost += min_cost
+        if g != 0:
+            results_g += g / log2(2 + sum_cost - sum_results)
+        i += 1
+    while i < n:
+        g = _get_gain(rels[i], gains)
+        sum_results += g
+        sum_cost += min_cost
+        if g != 0:
+            results_g += g / log2(2 + sum_cost - sum_results)
+        i += 1
+    while ideal_gain > 0.0:
+        at_level += 1
+        while cur >= 0 and at_level > gains[cur][2]:
+            at_level = 1
+            cur -= 1
+            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
+        if ideal_gain > 0.0:
+            sum_ideal += ideal_gain
+        i += 1
+    return results_g / sum_ideal if sum_ideal > 0.0 else 0.0
+
+
+def m_G(ctx, params):
+    return _per_query(ctx, lambda q: _g_query(ctx, q, params))
+
+
+def m_ndcg_cut(ctx, params):
+    k = np.array(params, dtype=np.int64)
+    gains = np.where(ctx.rels > 0, ctx.rels, 0).astype(np.float64)
+    terms = np.where(gains > 0, _div(gains, ctx.log2_table[2 : ctx.width + 2]), 0.0)
+    partial = np.zeros((ctx.r.n, ctx.width + 1))
+    np.cumsum(terms, axis=1, out=partial[:, 1:])
+    dcg = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    out = np.zeros_like(dcg)
+    for q in range(ctx.r.n):
+        counts = _levels_present(ctx.level_counts[q])
+        ideal_grades = np.repeat(np.arange(len(counts))[::-1], counts[::-1])
+        ideal_grades = ideal_grades[ideal_grades > 0].astype(np.float64)
+        if len(ideal_grades) == 0:
+            out[q] = dcg[q]
+            continue
+        log2 = np.array([math.log2(i + 2) for i in range(len(ideal_grades))])
+        ideal = np.concatenate([[0.0], np.cumsum(ideal_grades / log2)])
+        at = ideal[np.minimum(k, len(ideal_grades))]
+        out[q] = np.where(at > 0.0, _div(dcg[q], at), dcg[q])
+    return out
+
+
+def _rbp_p(pairs) -> float:
+    p = 0.9
+    for name, value in pairs:
+        if name == "p":
+            p = float(value)
+    return p
+
+
+def _powers(p: float, width: int) -> np.ndarray:
+    """cur_p at ranks 0..width (cur_p = cur_p * p, from 1.0)."""
+    out = np.empty(width + 1)
+    out[0] = 1.0
+    if width:
+        out[1:] = np.multiply.accumulate(np.full(width, p))
+    return out
+
+
+def m_rbp(ctx, params):
+    p = _rbp_p(params)
+    powers = _powers(p, ctx.width)
+    out = np.zeros(ctx.r.n)
+    for q in range(ctx.r.n):
+        gains = setup_gains(params, _levels_present(ctx.level_counts[q]))
+        low = high = 0.0  # rbp's min and max start uninitialised; zero on the stack
+        for g in gains:
+            low = min(low, g[1])
+            high = max(high, g[1])
+        if low < 0 or high > 1:
+            for g in gains:
+                g[1] = (g[1] - low) / (high - low)
+        total = 0.0
+        for i, rel in enumerate(_query_rels(ctx, q)):
+            g = _get_gain(rel, gains)
+            if g != 0:
+                total += g * powers[i]
+        out[q] = (1.0 - p) * total
+    return out
+
+
+def m_rbp_resid(ctx, params):
+    p = _rbp_p(params)
+    powers = _powers(p, ctx.width)
+    unjudged = (ctx.rels < 0) & ctx.valid
+    total = seq_rowsum(np.where(unjudged, powers[None, :-1], 0.0))
+    final = powers[ctx.num_ret]
+    return np.where(unjudged.any(axis=1), final + (1 - p) * total, 0.0)
+
+
+def relstrings(ctx, params) -> list[str]:
+    length = int(params[0])
+    out = []
+    for q in range(ctx.r.n):
+        n = max(min(length, int(ctx.num_ret[q])), 0)
+        chars = []
+        for rel in ctx.rels[q, :n].tolist():
+            if rel > 9:
+                chars.append(">")
+            elif rel >= 0:
+                chars.append(chr(48 + rel))
+            elif rel == NONPOOL:
+                chars.append("-")
+            elif rel == UNJUDGED:
+                chars.append(".")
+            else:
+                chars.append("<")
+        out.append("".join(chars))
+    return out
+
+
+# ------------------------------------------------------------------ the table
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    compute: Callable | None
+    params: str = "none"  # none | long_cut | double_cut | double_p | pair
+    default: tuple = ()
+    kind: str = "double"  # double | long | runid | relstring
+    summary: str = "mean"  # mean | sum | gm | num_q | num_rel | none
+    per_query: bool = True
+
+
+_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+#: measures.c's table, in its order (the order of the output).
+TABLE: tuple[Measure, ...] = (
+    Measure("runid", None, kind="runid", summary="none", per_query=False),
+    Measure("num_q", m_num_q, kind="long", summary="num_q", per_query=False),
+    Measure("num_ret", m_num_ret, kind="long", summary="sum"),
+    Measure("num_rel", m_num_rel, kind="long", summary="num_rel"),
+    Measure("num_rel_ret", m_num_rel_ret, kind="long", summary="sum"),
+    Measure("map", m_map),
+    Measure("gm_map", m_gm_map, summary="gm", per_query=False),
+    Measure("Rprec", m_Rprec),
+    Measure("bpref", m_bpref),
+    Measure("recip_rank", m_recip_rank),
+    Measure("iprec_at_recall", m_iprec_at_recall, "double_cut", _RECALL_POINTS),
+    Measure("P", m_P, "long_cut", _CUTS),
+    Measure("relstring", relstrings, "double_p", (10.0,), kind="relstring", summary="none"),
+    Measure("recall", m_recall, "long_cut", _CUTS),
+    Measure("infAP", m_infAP),
+    Measure("gm_bpref", m_gm_bpref, summary="gm", per_query=False),
+    Measure(
+        "Rprec_mult",
+        m_Rprec_mult,
+        "double_cut",
+        (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+    ),
+    Measure("utility", m_utility, "double_p", (1.0, -1.0, 0.0, 0.0)),
+    Measure("11pt_avg", m_11pt_avg, "double_p", _RECALL_POINTS),
+    Measure("binG", m_binG),
+    Measure("G", m_G, "pair"),
+    Measure("dcg", m_dcg, "pair"),
+    Measure("ideal_dcg", m_ideal_dcg, "pair"),
+    Measure("ndcg", m_ndcg, "pair"),
+    Measure("ndcg_rel", m_ndcg_rel, "pair"),
+    Measure("Rndcg", m_Rndcg, "pair"),
+    Measure("ndcg_cut", m_ndcg_cut, "long_cut", _CUTS),
+    Measure("map_cut", m_map_cut, "long_cut", _CUTS),
+    Measure("relative_P", m_relative_P, "long_cut", _CUTS),
+    Measure("success", m_success, "long_cut", (1, 5, 10)),
+    Measure("set_P", m_set_P),
+    Measure("set_relative_P", m_set_relative_P),
+    Measure("set_recall", m_set_recall),
+    Measure("set_map", m_set_map),
+    Measure("set_F", m_set_F, "double_p", (1.0,)),
+    Measure("num_nonrel_judged_ret", m_num_nonrel_judged_ret, kind="long", summary="sum"),
+    Measure("rbp", m_rbp, "pair"),
+    Measure("rbp_resid", m_rbp_resid, "pair"),
+    Measure("unj", m_unj, "long_cut", (5, 10, 20)),
+)
+
+#: The measures of the preference and judgment-group formats, which trec_eval knows by
+#: name; verity-trec-eval refuses them (with -R prefs, qrels_prefs, qrels_jg).
+REFUSED_NAMES = (
+    "prefs_num_prefs_poss",
+    "prefs_num_prefs_ful",
+    "prefs_num_prefs_ful_ret",
+    "prefs_simp",
+    "prefs_pair",
+    "prefs_avgjg",
+    "prefs_avgjg_Rnonrel",
+    "prefs_simp_ret",
+    "prefs_pair_ret",
+    "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret",
+    "prefs_simp_imp",
+    "prefs_pair_imp",
+    "prefs_avgjg_imp",
+    "map_avgjg",
+    "P_avgjg",
+    "Rprec_mult_avgjg",
+    "yaap",
+)
+
+NICKNAMES = {
+    "official": (
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
+        "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P",
+    ),
+    "set": (
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P",
+        "set_recall", "set_relative_P", "set_map", "set_F",
+    ),
+    "all_trec": (
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
+        "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring",
+        "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref",
+        "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success",
+        "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G",
+        "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
+        "num_nonrel_judged_ret",
+    ),
+    "all_prefs": (
+        "runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful",
+        "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair", "prefs_avgjg",
+        "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
+    ),
+    "prefs": (
+        "runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful",
+        "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair", "prefs_avgjg",
+    ),
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
+}  # fmt: skip
