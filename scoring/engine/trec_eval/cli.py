@@ -287,6 +287,8 @@ def run(argv: list[str], out) -> int:
     evaluated = stop.index if stop else n
 
     columns = []  # (measure, names, values (n, k) or strings)
+    if n == 0:
+        plan = []
     for m, params, names in plan:
         if m.kind == "runid":
             columns.append((m, names, None))
@@ -294,14 +296,20 @@ def run(argv: list[str], out) -> int:
         try:
             values = m.compute(ctx, params)
         except MeasureError as error:
-            first = stop.index if stop and stop.index < 1 else 0
-            stop_lines = [str(error), f"trec_eval: Can't calculate measure '{m.name}'\n"]
-            return _finish(out, columns, rankings, opts, first, stop_lines, 4, plan)
+            if stop and stop.index == 0:
+                break  # the first query fails before this measure's own check
+            # The measure refuses on the first query, before any line is printed.
+            lines = [str(error), f"trec_eval: Can't calculate measure '{m.name}'\n"]
+            return _finish(out, columns, rankings, opts, 0, lines, 4, plan)
         if m.kind != "relstring":
             values = np.asarray(values, dtype=np.float64).reshape(n, -1)
             values = _bogus_cleanup(values, names, rankings.bogus)
         else:
-            values = ["" if b else s for s, b in zip(values, rankings.bogus.tolist(), strict=True)]
+            # The placeholder ranking's string is cleared only under the plain name.
+            if names[0] == "relstring":
+                values = [
+                    "" if b else s for s, b in zip(values, rankings.bogus.tolist(), strict=True)
+                ]
         columns.append((m, names, values))
 
     if stop:

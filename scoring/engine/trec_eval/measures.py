@@ -70,30 +70,54 @@ class Context:
         return self.r.num_ret
 
     @functools.cached_property
-    def level_counts(self) -> list[np.ndarray]:
-        """rel_levels of form_res_rels: per query, the judged qrels per grade 0..max."""
+    def _level_tables(self):
+        """form_res_rels' rel_levels per query, with its reuse of one buffer: the buffer
+        is cleared only up to the query's highest grade, and num_rel_levels keeps the
+        previous query's value when the query has no judged (non-negative) grade."""
         grades = self.r.qrel_grade
-        judged = grades >= 0
-        out: list[np.ndarray] = [np.zeros(0, np.int64) for _ in range(self.r.n)]
-        rows = self.r.qrel_row[judged]
-        g = grades[judged]
-        order = np.argsort(rows, kind="stable")
-        rows, g = rows[order], g[order]
+        order = np.argsort(self.r.qrel_row, kind="stable")
+        rows, g = self.r.qrel_row[order], grades[order]
         bounds = np.searchsorted(rows, np.arange(self.r.n + 1))
+        buffer = np.zeros(0, dtype=np.int64)
+        num_levels = 0
+        tables, levels, num_rel, num_nonrel = [], [], [], []
+        low = max(self.level, 0)
         for q in range(self.r.n):
-            out[q] = np.bincount(g[bounds[q] : bounds[q + 1]])
+            own = g[bounds[q] : bounds[q + 1]]
+            needed = int(own.max()) + 1 if len(own) else 0
+            if needed > len(buffer):
+                buffer = np.zeros(len(buffer) + needed, dtype=np.int64)
+            buffer = buffer.copy()
+            buffer[: max(needed, 0)] = 0
+            judged = own[own >= 0]
+            if len(judged):
+                counts = np.bincount(judged)
+                buffer[: len(counts)] += counts
+                num_levels = int(np.flatnonzero(counts)[-1]) + 1
+            tables.append(buffer)
+            levels.append(num_levels)
+            num_rel.append(int(buffer[low:needed].sum()) if needed > low else 0)
+            num_nonrel.append(int(buffer[: max(self.level, 0)].sum()))
+        return tables, levels, np.array(num_rel, np.int64), np.array(num_nonrel, np.int64)
+
+    @functools.cached_property
+    def level_counts(self) -> list[np.ndarray]:
+        """rel_levels[0:num_rel_levels] per query (what the gain measures read)."""
+        tables, levels, _, _ = self._level_tables
+        out = []
+        for table, n in zip(tables, levels, strict=True):
+            padded = np.zeros(max(n, len(table)), dtype=np.int64)
+            padded[: len(table)] = table
+            out.append(padded[:n])
         return out
 
     @functools.cached_property
     def num_rel(self) -> np.ndarray:
-        lv = max(self.level, 0)
-        return np.array([int(c[lv:].sum()) for c in self.level_counts], dtype=np.int64)
+        return self._level_tables[2]
 
     @functools.cached_property
     def num_nonrel(self) -> np.ndarray:
-        return np.array(
-            [int(c[: max(self.level, 0)].sum()) for c in self.level_counts], dtype=np.int64
-        )
+        return self._level_tables[3]
 
     @functools.cached_property
     def num_rel_ret(self) -> np.ndarray:
@@ -413,9 +437,8 @@ def _get_gain(rel: int, gains) -> float:
 
 
 def _levels_present(counts: np.ndarray) -> np.ndarray:
-    """rel_levels up to num_rel_levels (the highest grade with a judgment)."""
-    nonzero = np.flatnonzero(counts)
-    return counts[: nonzero[-1] + 1] if len(nonzero) else counts[:0]
+    """rel_levels up to num_rel_levels (already cut there by Context.level_counts)."""
+    return counts
 
 
 def _query_rels(ctx, q) -> list[int]:

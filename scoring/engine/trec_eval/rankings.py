@@ -126,7 +126,13 @@ def rank(
     q_order = np.argsort(q_keys, kind="stable")
     q_keys_sorted = q_keys[q_order]
 
-    if needs_rankings:
+    if needs_rankings and n:
+        # A first query whose judgments are all negative has no grade table to count
+        # into (form_res_rels gets a NULL buffer): trec_eval stops there, with no message
+        # but "Can't calculate". Later such queries reuse the previous query's table.
+        judged_rows = set(q_rows[q_grades >= 0].tolist())
+        if 0 not in judged_rows and (stop is None or stop.index > 0):
+            stop = StopError(0, [], 4, measure_failure=True)
         stop = _first_duplicate(
             stop,
             keys,
