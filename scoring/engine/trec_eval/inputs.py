@@ -16,11 +16,14 @@ ignored; the run id printed is the last line's.
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 __all__ = ["InputError", "QrelsFile", "RunFile", "read_qrels", "read_run"]
 
@@ -54,17 +57,53 @@ def atof(field: bytes) -> float:
 
 @dataclass(frozen=True)
 class QrelsFile:
-    qid: np.ndarray  # object array of str
-    docno: np.ndarray  # object array of str
+    qid: pa.Array  # binary
+    docno: pa.Array  # binary
     rel: np.ndarray  # int64
 
 
 @dataclass(frozen=True)
 class RunFile:
-    qid: np.ndarray
-    docno: np.ndarray
+    qid: pa.Array  # binary
+    docno: pa.Array  # binary
     sim: np.ndarray  # float64
     runid: str
+
+
+def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bool):
+    """The file read by pyarrow when it is regular: one tab or one space between fields,
+    none before the first or after the last, no comment line. Anything else (and
+    anything pyarrow cannot parse, such as ``1.5x`` as a score) returns None, and the
+    line-by-line reader, which follows trec_eval's own parser, reads it instead."""
+    if data.startswith(b"#") or b"\n#" in data or data[:1].isspace():
+        return None
+    if not empty_lines_ok and b"\n\n" in data:
+        return None
+    first = data[: data.find(b"\n")]
+    delimiter = "\t" if b"\t" in first and b" " not in first else " "
+    try:
+        table = pa_csv.read_csv(
+            io.BytesIO(data),
+            read_options=pa_csv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                ignore_empty_lines=empty_lines_ok,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=types,
+                include_columns=list(types),
+                strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        return None
+    if any(table.column(n).null_count for n in types):
+        return None
+    return table
 
 
 _SPACE = b" \t\n\v\f\r"
@@ -80,6 +119,21 @@ def read_qrels(path: str) -> QrelsFile:
         raise InputError([f"trec_eval.get_qrels: Cannot read qrels file '{path}'"])
     if not data.endswith(b"\n"):
         data += b"\n"
+    table = _fast_columns(
+        data,
+        ["qid", "iter", "docno", "rel"],
+        {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()},
+        empty_lines_ok=False,
+    )
+    if table is not None:
+        rel_text = table.column("rel").combine_chunks()
+        try:
+            rel = rel_text.cast(pa.string()).cast(pa.int64()).to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            rel = np.fromiter((atol(r) for r in rel_text.to_pylist()), np.int64, len(rel_text))
+        return QrelsFile(
+            table.column("qid").combine_chunks(), table.column("docno").combine_chunks(), rel
+        )
     qids: list[bytes] = []
     docnos: list[bytes] = []
     rels: list[bytes] = []
@@ -105,7 +159,7 @@ def read_qrels(path: str) -> QrelsFile:
         docnos.append(fields[2])
         rels.append(fields[3])
     rel = np.fromiter((atol(r) for r in rels), dtype=np.int64, count=len(rels))
-    return QrelsFile(_text(qids), _text(docnos), rel)
+    return QrelsFile(pa.array(qids, pa.binary()), pa.array(docnos, pa.binary()), rel)
 
 
 def _read_run_bytes(path: str) -> bytes:
@@ -128,6 +182,20 @@ def read_run(path: str) -> RunFile:
                 f"trec_eval: Quit in file '{path}'",
             ]
         )
+    table = _fast_columns(
+        data,
+        ["qid", "iter", "docno", "rank", "sim", "runid"],
+        {"qid": pa.binary(), "docno": pa.binary(), "sim": pa.float64(), "runid": pa.binary()},
+        empty_lines_ok=True,
+    )
+    if table is not None and table.num_rows:
+        runid = table.column("runid")[-1].as_py()
+        return RunFile(
+            table.column("qid").combine_chunks(),
+            table.column("docno").combine_chunks(),
+            table.column("sim").to_numpy(),
+            runid.decode("latin-1"),
+        )
     qids: list[bytes] = []
     docnos: list[bytes] = []
     sims: list[bytes] = []
@@ -148,7 +216,12 @@ def read_run(path: str) -> RunFile:
         docnos.append(fields[2])
         sims.append(fields[4])
         runid = fields[5]
-    return RunFile(_text(qids), _text(docnos), _sims(sims), runid.decode("latin-1"))
+    return RunFile(
+        pa.array(qids, pa.binary()),
+        pa.array(docnos, pa.binary()),
+        _sims(sims),
+        runid.decode("latin-1"),
+    )
 
 
 def _sims(fields: list[bytes]) -> np.ndarray:
@@ -156,9 +229,3 @@ def _sims(fields: list[bytes]) -> np.ndarray:
         return np.array(fields, dtype=np.float64)
     except ValueError:
         return np.fromiter((atof(f) for f in fields), dtype=np.float64, count=len(fields))
-
-
-def _text(fields) -> np.ndarray:
-    out = np.empty(len(fields), dtype=object)
-    out[:] = [f.decode("latin-1") for f in fields]
-    return out

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .inputs import QrelsFile, RunFile
 
@@ -70,11 +72,14 @@ def rank(
     debug_qid: str | None,
     needs_rankings: bool,
 ) -> Rankings:
-    qrels_qids = np.unique(qrels.qid) if len(qrels.qid) else np.array([], dtype=object)
-    candidates = [q for q in qrels_qids.tolist() if debug_qid is None or q == debug_qid]
-    run_qids = set(np.unique(run.qid).tolist()) if len(run.qid) else set()
+    # The qrels' queries in strcmp order (binary order is strcmp's).
+    qrels_qids = pc.unique(qrels.qid)
+    qrels_qids = qrels_qids.take(pc.sort_indices(qrels_qids)).to_pylist()
+    debug = debug_qid.encode("latin-1") if debug_qid is not None else None
+    candidates = [q for q in qrels_qids if debug is None or q == debug]
+    run_qids = set(pc.unique(run.qid).to_pylist())
 
-    qids: list[str] = []
+    qids: list[bytes] = []
     bogus: list[bool] = []
     stop: StopError | None = None
     for qid in candidates:
@@ -85,41 +90,51 @@ def rank(
             qids.append(qid)
             bogus.append(True)
         else:
-            stop = StopError(len(qids), [f"trec_eval: result qid '{qid}' not found in qrels\n"], 4)
+            text = qid.decode("latin-1")
+            stop = StopError(len(qids), [f"trec_eval: result qid '{text}' not found in qrels\n"], 4)
             break
     n = len(qids)
-    row_of = {qid: i for i, qid in enumerate(qids)}
+    value_set = pa.array(qids, pa.binary())
     bogus_arr = np.array(bogus, dtype=bool)
 
     # The run's lines of the evaluated queries, plus the bogus document of missing ones.
-    run_rows = np.fromiter((row_of.get(q, -1) for q in run.qid), dtype=np.int64, count=len(run.qid))
-    keep = run_rows >= 0
+    run_rows = _rows_of(run.qid, value_set)
+    keep = np.flatnonzero(run_rows >= 0)
     bogus_rows = np.flatnonzero(bogus_arr)
     rows = np.concatenate([run_rows[keep], bogus_rows])
-    docs = np.concatenate([run.docno[keep], np.full(len(bogus_rows), BOGUS_DOCNO, dtype=object)])
+    docs = pa.concat_arrays(
+        [run.docno.take(keep), pa.array([BOGUS_DOCNO.encode()] * len(bogus_rows), pa.binary())]
+    )
     sims = np.concatenate([run.sim[keep], np.ones(len(bogus_rows))])
 
     # The qrels of the evaluated queries.
-    qrel_rows_all = np.fromiter(
-        (row_of.get(q, -1) for q in qrels.qid), dtype=np.int64, count=len(qrels.qid)
-    )
-    qkeep = qrel_rows_all >= 0
+    qrel_rows_all = _rows_of(qrels.qid, value_set)
+    qkeep = np.flatnonzero(qrel_rows_all >= 0)
     q_rows = qrel_rows_all[qkeep]
-    q_docs = qrels.docno[qkeep]
+    q_docs = qrels.docno.take(qkeep)
     q_grades = qrels.rel[qkeep]
 
-    vocabulary, codes = np.unique(np.concatenate([docs, q_docs]), return_inverse=True)
+    # Rank: query, score descending, document id descending.
+    order = pc.sort_indices(
+        pa.table({"row": rows, "sim": sims, "doc": docs}),
+        sort_keys=[("row", "ascending"), ("sim", "descending"), ("doc", "descending")],
+    ).to_numpy()
+    rows = rows[order]
+    docs = docs.take(order)
+    starts = np.searchsorted(rows, np.arange(n))
+    position = np.arange(len(rows)) - starts[rows] if len(rows) else np.zeros(0, np.int64)
+    cut = np.flatnonzero(position < max_docs)
+    if len(cut) < len(rows):
+        rows, position, docs = rows[cut], position[cut], docs.take(cut)
+
+    encoded = pc.dictionary_encode(pa.chunked_array([docs, q_docs], pa.binary()))
+    codes = np.concatenate(
+        [np.zeros(0, np.int64)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+    )
+    vocabulary = encoded.chunks[0].dictionary if encoded.num_chunks else pa.array([], pa.binary())
     codes = codes.astype(np.int64)
     doc_codes, q_doc_codes = codes[: len(docs)], codes[len(docs) :]
     width_key = len(vocabulary) + 1
-
-    # Rank: query, score descending, document id descending.
-    order = np.lexsort((-doc_codes, -sims, rows))
-    rows, doc_codes = rows[order], doc_codes[order]
-    starts = np.searchsorted(rows, np.arange(n))
-    position = np.arange(len(rows)) - starts[rows] if len(rows) else np.zeros(0, np.int64)
-    cut = position < max_docs
-    rows, doc_codes, position = rows[cut], doc_codes[cut], position[cut]
 
     keys = rows * width_key + doc_codes
     q_keys = q_rows * width_key + q_doc_codes
@@ -133,24 +148,13 @@ def rank(
         judged_rows = set(q_rows[q_grades >= 0].tolist())
         if 0 not in judged_rows and (stop is None or stop.index > 0):
             stop = StopError(0, [], 4, measure_failure=True)
-        stop = _first_duplicate(
-            stop,
-            keys,
-            rows,
-            q_keys_sorted,
-            q_rows[q_order],
-            vocabulary,
-            doc_codes,
-            q_doc_codes[q_order],
-        )
+        stop = _first_duplicate(stop, keys, q_keys_sorted, vocabulary, width_key)
 
     found = np.searchsorted(q_keys_sorted, keys)
-    found_clipped = np.minimum(found, max(len(q_keys_sorted) - 1, 0))
-    hit = (found < len(q_keys_sorted)) & (
-        q_keys_sorted[found_clipped] == keys if len(q_keys_sorted) else False
-    )
     grades = np.full(len(keys), NONPOOL, dtype=np.int64)
     if len(q_keys_sorted):
+        found_clipped = np.minimum(found, len(q_keys_sorted) - 1)
+        hit = q_keys_sorted[found_clipped] == keys
         g = q_grades[q_order][found_clipped]
         grades = np.where(hit, np.where(g < 0, UNJUDGED, g), NONPOOL)
 
@@ -165,7 +169,7 @@ def rank(
     rels = np.full((n, width), PAD, dtype=np.int64)
     rels[rows, position] = grades
     return Rankings(
-        qids=qids,
+        qids=[q.decode("latin-1") for q in qids],
         rels=rels,
         num_ret=num_ret,
         bogus=bogus_arr,
@@ -178,36 +182,30 @@ def rank(
     )
 
 
-def _first_duplicate(
-    stop, keys, rows, q_keys_sorted, q_rows_sorted, vocabulary, doc_codes, q_doc_codes_sorted
-):
+def _rows_of(qid: pa.Array, value_set: pa.Array) -> np.ndarray:
+    """Each line's evaluated-query row, -1 for the others."""
+    index = pc.index_in(qid, value_set=value_set)
+    return index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _first_duplicate(stop, keys, q_keys_sorted, vocabulary, width_key):
     """The first evaluated query (before any earlier stop) with a document twice in its
-    ranking or in its qrels: trec_eval stops there."""
-    limit = stop.index if stop else None
+    ranking (checked first) or in its qrels: trec_eval stops there, naming the first
+    such document in id order."""
     candidates = []
-    sorted_keys = np.sort(keys)
-    dup = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
-    if len(dup):
-        width_key = len(vocabulary) + 1
-        k = sorted_keys[dup]
-        for key in k[np.argsort(k // width_key, kind="stable")][:1]:
-            row = int(key // width_key)
-            doc = vocabulary[int(key % width_key)]
-            # form_res_rels prints this one without a newline.
-            candidates.append((row, 0, f"trec_eval.form_res_qrels: duplicate docs {doc}"))
-    qdup = np.flatnonzero(q_keys_sorted[1:] == q_keys_sorted[:-1])
-    if len(qdup):
-        i = qdup[0] + 1
-        candidates.append(
-            (
-                int(q_rows_sorted[i]),
-                1,
-                f"trec_eval.form_res_rels: duplicate docs {vocabulary[q_doc_codes_sorted[i]]}\n",
-            )
-        )
+    for source, sorted_keys, template in (
+        (0, np.sort(keys), "trec_eval.form_res_qrels: duplicate docs {}"),  # no newline
+        (1, q_keys_sorted, "trec_eval.form_res_rels: duplicate docs {}\n"),
+    ):
+        dup = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
+        if len(dup):
+            row = int(dup.min() // width_key)
+            in_row = dup[dup // width_key == row] % width_key
+            doc = min(vocabulary.take(pa.array(in_row)).to_pylist())
+            candidates.append((row, source, template.format(doc.decode("latin-1"))))
     if not candidates:
         return stop
     row, _, message = min(candidates)
-    if limit is not None and row >= limit:
+    if stop is not None and row >= stop.index:
         return stop
     return StopError(row, [message], 4, measure_failure=True)
