@@ -117,12 +117,15 @@ def departures(result: EvalResult) -> list[str]:
     if c["empty_ranking"]:
         notes.append(
             f"{c['empty_ranking']} scorable queries have no ranking in the run and are "
-            "averaged in as 0, as with trec_eval -c (plain trec_eval leaves them out)"
+            "averaged in as 0, as with trec_eval -c (trec_eval 10 without -c stops with an "
+            "error at the first of them; verity-trec-eval follows trec_eval exactly)"
         )
     no_rel = c["excluded"].get("no_relevant_judgments", 0)
     if no_rel:
         notes.append(
             f"{no_rel} queries have no relevant judgment and are left out (trec_eval "
-            "averages those the run ranks in as 0)"
+            "averages in those the run ranks: as 0 for most measures, but its ndcg_cut "
+            "counts every positive grade, below -l too; verity-trec-eval follows trec_eval "
+            "exactly)"
         )
     return notes

@@ -466,8 +466,9 @@ def test_trec_eval_format_notes_departures_and_refuses_an_undefined_mean(tmp_pat
         and proc.stdout.splitlines()[-1] == "P_2                   \tall\t0.3333"
     )
     assert proc.stderr == (
-        "note: 1 queries have no relevant judgment and are left out (trec_eval averages those "
-        "the run ranks in as 0)\n"
+        "note: 1 queries have no relevant judgment and are left out (trec_eval averages in "
+        "those the run ranks: as 0 for most measures, but its ndcg_cut counts every positive "
+        "grade, below -l too; verity-trec-eval follows trec_eval exactly)\n"
     )
     qrels = tmp_path / "zero.txt"
     qrels.write_text("A 0 a 0\n")
