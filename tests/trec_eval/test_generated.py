@@ -103,6 +103,8 @@ BROKEN = {
     "qrels query missing from the run": ("q1 0 A 1\nq2 0 A 1\n", "q1 Q0 A 1 2 r\n"),
     "no query in common": ("q1 0 A 1\n", "q9 Q0 A 1 2 r\n"),
     "empty run": ("q1 0 A 1\n", ""),
+    "empty qrels": ("", "q1 Q0 A 1 2 r\n"),
+    "qrels without a final newline": ("q1 0 A 1\nq1 0 B 2", "q1 Q0 A 1 2 r\nq1 Q0 B 1 1 r"),
     "blank line in the qrels": ("q1 0 A 1\n\nq1 0 B 1\n", "q1 Q0 A 1 2 r\n"),
     "comment then blank-led run lines": ("# c\nq1 0 A 1\n", "  # c\n\n  q1 Q0 A 1 2 r x y\n"),
     "scores atof reads a prefix of": ("q1 0 A 1\nq1 0 B 1\n", "q1 Q0 A 1 1.5x r\nq1 Q0 B 1 .7 r\n"),

@@ -16,7 +16,7 @@ ignored; the run id printed is the last line's.
 
 from __future__ import annotations
 
-import io
+import mmap
 import re
 import sys
 from dataclasses import dataclass
@@ -64,7 +64,7 @@ class QrelsFile:
 
 @dataclass(frozen=True)
 class RunFile:
-    qid: pa.Array  # binary
+    qid: pa.Array  # binary, or dictionary of binary
     docno: pa.Array  # binary
     sim: np.ndarray  # float64
     runid: str
@@ -75,16 +75,18 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
     none before the first or after the last, no comment line. Anything else (and
     anything pyarrow cannot parse, such as ``1.5x`` as a score) returns None, and the
     line-by-line reader, which follows trec_eval's own parser, reads it instead."""
-    if data.startswith(b"#") or b"\n#" in data or data[:1].isspace():
+    if data[:1] == b"#" or data.find(b"\n#") != -1 or data[:1].isspace():
         return None
-    if not empty_lines_ok and b"\n\n" in data:
+    if not empty_lines_ok and data.find(b"\n\n") != -1:
         return None
     first = data[: data.find(b"\n")]
     delimiter = "\t" if b"\t" in first and b" " not in first else " "
     try:
         table = pa_csv.read_csv(
-            io.BytesIO(data),
-            read_options=pa_csv.ReadOptions(column_names=names, block_size=1 << 24),
+            pa.BufferReader(pa.py_buffer(data)),
+            read_options=pa_csv.ReadOptions(
+                column_names=names, block_size=1 << 24, use_threads=False
+            ),
             parse_options=pa_csv.ParseOptions(
                 delimiter=delimiter,
                 quote_char=False,
@@ -110,15 +112,16 @@ _SPACE = b" \t\n\v\f\r"
 
 
 def read_qrels(path: str) -> QrelsFile:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        data = b""
+    data = _mapped(path)
     if not data:
-        raise InputError([f"trec_eval.get_qrels: Cannot read qrels file '{path}'"])
-    if not data.endswith(b"\n"):
-        data += b"\n"
+        raise InputError(
+            [
+                f"trec_eval.get_qrels: Cannot read qrels file '{path}'",
+                f"trec_eval: Quit in file '{path}'",
+            ]
+        )
+    if data[-1:] != b"\n":
+        data = bytes(data) + b"\n"
     table = _fast_columns(
         data,
         ["qid", "iter", "docno", "rel"],
@@ -137,7 +140,7 @@ def read_qrels(path: str) -> QrelsFile:
     qids: list[bytes] = []
     docnos: list[bytes] = []
     rels: list[bytes] = []
-    lines = data.split(b"\n")
+    lines = bytes(data).split(b"\n")
     lines.pop()  # after the final newline
     after_comment = False
     for line in lines:
@@ -162,14 +165,26 @@ def read_qrels(path: str) -> QrelsFile:
     return QrelsFile(pa.array(qids, pa.binary()), pa.array(docnos, pa.binary()), rel)
 
 
-def _read_run_bytes(path: str) -> bytes:
+def _read_run_bytes(path: str):
     if path.startswith("-"):
         # trec_eval reads standard input for any name starting with '-'.
         return sys.stdin.buffer.read()
+    return _mapped(path)
+
+
+def _last_line(data) -> bytes:
+    end = len(data)
+    while end and data[end - 1 : end].isspace():
+        end -= 1
+    return data[data.rfind(b"\n", 0, end) + 1 : end]
+
+
+def _mapped(path: str):
+    """The file's bytes, memory-mapped (no copy held by Python); b"" when unreadable."""
     try:
         with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
         return b""
 
 
@@ -185,13 +200,16 @@ def read_run(path: str) -> RunFile:
     table = _fast_columns(
         data,
         ["qid", "iter", "docno", "rank", "sim", "runid"],
-        {"qid": pa.binary(), "docno": pa.binary(), "sim": pa.float64(), "runid": pa.binary()},
+        # Query ids repeat: dictionary-encoded as they are read.
+        {"qid": pa.dictionary(pa.int32(), pa.binary()), "docno": pa.binary(), "sim": pa.float64()},
         empty_lines_ok=True,
     )
     if table is not None and table.num_rows:
-        runid = table.column("runid")[-1].as_py()
+        # The run id printed is the last line's (every line has six fields here).
+        last = _last_line(data)
+        runid = last.split()[5]
         return RunFile(
-            table.column("qid").combine_chunks(),
+            table.column("qid").unify_dictionaries().combine_chunks(),
             table.column("docno").combine_chunks(),
             table.column("sim").to_numpy(),
             runid.decode("latin-1"),
@@ -200,7 +218,7 @@ def read_run(path: str) -> RunFile:
     docnos: list[bytes] = []
     sims: list[bytes] = []
     runid = b""
-    for line in data.split(b"\n"):
+    for line in bytes(data).split(b"\n"):
         stripped = line.lstrip(_SPACE)
         if not stripped or stripped.startswith(b"#"):
             continue

@@ -77,7 +77,7 @@ def rank(
     qrels_qids = qrels_qids.take(pc.sort_indices(qrels_qids)).to_pylist()
     debug = debug_qid.encode("latin-1") if debug_qid is not None else None
     candidates = [q for q in qrels_qids if debug is None or q == debug]
-    run_qids = set(pc.unique(run.qid).to_pylist())
+    run_qids = set(pc.unique(run.qid).to_pylist()) if len(run.qid) else set()
 
     qids: list[bytes] = []
     bogus: list[bool] = []
@@ -102,9 +102,12 @@ def rank(
     keep = np.flatnonzero(run_rows >= 0)
     bogus_rows = np.flatnonzero(bogus_arr)
     rows = np.concatenate([run_rows[keep], bogus_rows])
-    docs = pa.concat_arrays(
-        [run.docno.take(keep), pa.array([BOGUS_DOCNO.encode()] * len(bogus_rows), pa.binary())]
-    )
+    kept_docs = run.docno if len(keep) == len(run.docno) else run.docno.take(keep)
+    docs = kept_docs
+    if len(bogus_rows):
+        placeholders = pa.array([BOGUS_DOCNO.encode()] * len(bogus_rows), pa.binary())
+        docs = pa.concat_arrays([kept_docs, placeholders])
+    del kept_docs
     sims = np.concatenate([run.sim[keep], np.ones(len(bogus_rows))])
 
     # The qrels of the evaluated queries.
@@ -114,32 +117,49 @@ def rank(
     q_docs = qrels.docno.take(qkeep)
     q_grades = qrels.rel[qkeep]
 
-    # Rank: query, score descending, document id descending.
+    # One sort of the run's and the qrels' lines together by query, document id
+    # (descending) and source (qrels first) puts each document's lines side by side: the
+    # join with the qrels, the duplicate check, and the tie order of the ranking at once.
+    n_run, n_q = len(rows), len(q_rows)
+    all_rows = np.concatenate([q_rows, rows])
+    all_docs = pa.concat_arrays([q_docs, docs])
+    source = np.concatenate([np.zeros(n_q, np.int8), np.ones(n_run, np.int8)])
     order = pc.sort_indices(
-        pa.table({"row": rows, "sim": sims, "doc": docs}),
-        sort_keys=[("row", "ascending"), ("sim", "descending"), ("doc", "descending")],
+        pa.table({"row": all_rows, "doc": all_docs, "src": source}),
+        sort_keys=[("row", "ascending"), ("doc", "descending"), ("src", "ascending")],
     ).to_numpy()
-    rows = rows[order]
-    docs = docs.take(order)
+    s_rows = all_rows[order]
+    s_docs = all_docs.take(order)
+    del all_docs, docs, q_docs  # the sorted copy is the one used from here
+    s_is_run = order >= n_q
+    same = np.zeros(len(order), dtype=bool)  # same (query, document) as the line before
+    if len(order) > 1:
+        same[1:] = (s_rows[1:] == s_rows[:-1]) & pc.equal(s_docs[1:], s_docs[:-1]).to_numpy(
+            zero_copy_only=False
+        )
+    group = np.cumsum(~same) - 1
+    first_of_group = np.flatnonzero(~same)
+    # A group's grade: its first line's, when that line is a qrels line.
+    head = order[first_of_group]
+    group_grade = np.where(head < n_q, q_grades[np.minimum(head, max(n_q - 1, 0))], PAD)
+
+    # The run's lines in (query, document id descending) order; then a stable sort by
+    # (query, score descending) gives trec_eval's ranking, ties by document id descending.
+    run_sorted = np.flatnonzero(s_is_run)
+    run_index = order[run_sorted] - n_q
+    by_score = pc.sort_indices(
+        pa.table({"row": rows[run_index], "sim": -sims[run_index]}),
+        sort_keys=[("row", "ascending"), ("sim", "ascending")],
+    ).to_numpy()
+    ranked = run_sorted[by_score]  # positions in the combined sort, in rank order
+    rows = s_rows[ranked]
     starts = np.searchsorted(rows, np.arange(n))
     position = np.arange(len(rows)) - starts[rows] if len(rows) else np.zeros(0, np.int64)
-    cut = np.flatnonzero(position < max_docs)
-    if len(cut) < len(rows):
-        rows, position, docs = rows[cut], position[cut], docs.take(cut)
-
-    encoded = pc.dictionary_encode(pa.chunked_array([docs, q_docs], pa.binary()))
-    codes = np.concatenate(
-        [np.zeros(0, np.int64)] + [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
-    )
-    vocabulary = encoded.chunks[0].dictionary if encoded.num_chunks else pa.array([], pa.binary())
-    codes = codes.astype(np.int64)
-    doc_codes, q_doc_codes = codes[: len(docs)], codes[len(docs) :]
-    width_key = len(vocabulary) + 1
-
-    keys = rows * width_key + doc_codes
-    q_keys = q_rows * width_key + q_doc_codes
-    q_order = np.argsort(q_keys, kind="stable")
-    q_keys_sorted = q_keys[q_order]
+    kept = position < max_docs
+    g = group_grade[group[ranked]]
+    grades = np.where(g == PAD, NONPOOL, np.where(g < 0, UNJUDGED, g))
+    if not kept.all():
+        rows, position, grades, ranked = rows[kept], position[kept], grades[kept], ranked[kept]
 
     if needs_rankings and n:
         # A first query whose judgments are all negative has no grade table to count
@@ -148,15 +168,9 @@ def rank(
         judged_rows = set(q_rows[q_grades >= 0].tolist())
         if 0 not in judged_rows and (stop is None or stop.index > 0):
             stop = StopError(0, [], 4, measure_failure=True)
-        stop = _first_duplicate(stop, keys, q_keys_sorted, vocabulary, width_key)
-
-    found = np.searchsorted(q_keys_sorted, keys)
-    grades = np.full(len(keys), NONPOOL, dtype=np.int64)
-    if len(q_keys_sorted):
-        found_clipped = np.minimum(found, len(q_keys_sorted) - 1)
-        hit = q_keys_sorted[found_clipped] == keys
-        g = q_grades[q_order][found_clipped]
-        grades = np.where(hit, np.where(g < 0, UNJUDGED, g), NONPOOL)
+        kept_in_sort = np.zeros(len(order), dtype=bool)
+        kept_in_sort[ranked] = True
+        stop = _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept_in_sort)
 
     if judged_only:
         judged = grades >= 0
@@ -184,24 +198,28 @@ def rank(
 
 def _rows_of(qid: pa.Array, value_set: pa.Array) -> np.ndarray:
     """Each line's evaluated-query row, -1 for the others."""
+    if pa.types.is_dictionary(qid.type):
+        of_value = _rows_of(qid.dictionary, value_set)
+        return of_value[qid.indices.to_numpy(zero_copy_only=False)]
     index = pc.index_in(qid, value_set=value_set)
     return index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _first_duplicate(stop, keys, q_keys_sorted, vocabulary, width_key):
+def _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept):
     """The first evaluated query (before any earlier stop) with a document twice in its
-    ranking (checked first) or in its qrels: trec_eval stops there, naming the first
-    such document in id order."""
+    ranking (within -M; checked first) or in its qrels: trec_eval stops there, naming the
+    first such document in id order."""
     candidates = []
-    for source, sorted_keys, template in (
-        (0, np.sort(keys), "trec_eval.form_res_qrels: duplicate docs {}"),  # no newline
-        (1, q_keys_sorted, "trec_eval.form_res_rels: duplicate docs {}\n"),
+    for source, lines, template in (
+        (0, s_is_run & kept, "trec_eval.form_res_qrels: duplicate docs {}"),  # no newline
+        (1, ~s_is_run, "trec_eval.form_res_rels: duplicate docs {}\n"),
     ):
-        dup = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
-        if len(dup):
-            row = int(dup.min() // width_key)
-            in_row = dup[dup // width_key == row] % width_key
-            doc = min(vocabulary.take(pa.array(in_row)).to_pylist())
+        counts = np.bincount(group[lines], minlength=int(group[-1]) + 1 if len(group) else 0)
+        twice = np.flatnonzero(counts >= 2)
+        if len(twice):
+            at = np.flatnonzero(lines & np.isin(group, twice))
+            row = int(s_rows[at].min())
+            doc = min(s_docs.take(pa.array(at[s_rows[at] == row])).to_pylist())
             candidates.append((row, source, template.format(doc.decode("latin-1"))))
     if not candidates:
         return stop
