@@ -227,7 +227,6 @@ def _lround(x: np.ndarray) -> np.ndarray:
     return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int64)
 
 
-@functools.cache
 def _noop():
     return None
 
@@ -429,254 +428,162 @@ def setup_gains(pairs, level_counts: np.ndarray):
     return sorted(gains, key=functools.cmp_to_key(_gain_cmp))
 
 
-def _get_gain(rel: int, gains) -> float:
-    for g in gains:
-        if g[0] == rel:
-            return g[1]
-    return 0.0
+class Gains:
+    """The gain tables of gain_init.c for every query at once, for one set of parameters.
+
+    ``results`` (n, width): each ranked document's gain (a parameter's gain for its grade
+    when given, else the grade; 0 for unjudged documents unless a parameter names -1 or
+    -2). ``ideal`` (n, K + 1): the ideal ranking's gains, highest level first, while
+    positive, then the gain of the level where trec_eval's walk stops (column ``K_q``),
+    repeated to the end; ``ideal_len`` is K_q; ``top`` the highest level's gain."""
+
+    def __init__(self, ctx: Context, pairs):
+        self.tables = [setup_gains(pairs, counts) for counts in ctx.level_counts]
+        rels = ctx.rels
+        results = np.where(rels >= 0, rels, 0).astype(np.float64)
+        results[~ctx.valid] = 0.0
+        seen: set[int] = set()
+        for name, value in pairs:
+            if _valid_int(name) and int(name) not in seen:
+                seen.add(int(name))
+                results[rels == int(name)] = float(value)
+        self.results = results
+        sequences, stops, tops = [], [], []
+        for table in self.tables:
+            seq: list[np.ndarray] = []
+            stop = 0.0
+            for _level, gain, count in reversed(table):
+                if count == 0:
+                    continue
+                if gain <= 0.0:
+                    stop = gain
+                    break
+                seq.append(np.full(count, gain))
+            sequences.append(np.concatenate(seq) if seq else np.zeros(0))
+            stops.append(stop)
+            tops.append(table[-1][1] if table else 0.0)
+        self.ideal_len = np.array([len(x) for x in sequences], dtype=np.int64)
+        width = int(self.ideal_len.max()) + 1 if len(sequences) else 1
+        ideal = np.repeat(np.array(stops, dtype=np.float64)[:, None], width, axis=1)
+        for q, seq in enumerate(sequences):
+            ideal[q, : len(seq)] = seq
+        self.ideal = ideal
+        self.top = np.array(tops, dtype=np.float64)
 
 
-def _levels_present(counts: np.ndarray) -> np.ndarray:
-    """rel_levels up to num_rel_levels (already cut there by Context.level_counts)."""
-    return counts
+def _log2_columns(ctx: Context, width: int) -> np.ndarray:
+    """log2(i + 2) for i = 0..width - 1, from the C library."""
+    return np.array([math.log2(i + 2) for i in range(width)])
 
 
-def _query_rels(ctx, q) -> list[int]:
-    return ctx.rels[q, : ctx.num_ret[q]].tolist()
+def _dcg_parts(ctx: Context, gains: Gains):
+    """Running results DCG (n, width) and running ideal DCG (n, K + 1), rank by rank."""
+    logs = _log2_columns(ctx, max(ctx.width, gains.ideal.shape[1]))
+    g = gains.results
+    with np.errstate(divide="ignore", invalid="ignore"):
+        results_terms = np.where(g != 0, g / logs[: ctx.width], 0.0)
+        k = np.arange(gains.ideal.shape[1])[None, :]
+        ideal_terms = np.where(
+            k < gains.ideal_len[:, None], gains.ideal / logs[: gains.ideal.shape[1]], 0.0
+        )
+    return np.cumsum(results_terms, axis=1), np.cumsum(ideal_terms, axis=1)
 
 
-def _ndcg_query(ctx, q, pairs, which):
-    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
-    rels = _query_rels(ctx, q)
-    log2 = ctx.log2_table
-    results_dcg = 0.0
-    ideal_dcg = 0.0
-    cur = len(gains) - 1
-    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-    at_level = 0
-    i = 0
-    n = len(rels)
-    while i < n and ideal_gain > 0.0:
-        g = _get_gain(rels[i], gains)
-        if g != 0:
-            results_dcg += g / log2[i + 2]
-        at_level += 1
-        while cur >= 0 and at_level > gains[cur][2]:
-            at_level = 1
-            cur -= 1
-            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / log2[i + 2]
-        i += 1
-    while i < n:
-        g = _get_gain(rels[i], gains)
-        if g != 0:
-            results_dcg += g / log2[i + 2]
-        i += 1
-    while ideal_gain > 0.0:
-        at_level += 1
-        while cur >= 0 and at_level > gains[cur][2]:
-            at_level = 1
-            cur -= 1
-            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / math.log2(i + 2)
-        i += 1
-    if which == "ndcg":
-        return results_dcg / ideal_dcg if ideal_dcg > 0.0 else 0.0
-    if which == "dcg":
-        return results_dcg
-    return ideal_dcg
-
-
-def _per_query(ctx, fn) -> np.ndarray:
-    return np.array([fn(q) for q in range(ctx.r.n)], dtype=np.float64)
+def _final(running: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """running[:, counts - 1], 0 where counts is 0."""
+    rows = np.arange(running.shape[0])
+    return np.where(counts > 0, running[rows, np.maximum(counts - 1, 0)], 0.0)
 
 
 def m_ndcg(ctx, params):
-    return _per_query(ctx, lambda q: _ndcg_query(ctx, q, params, "ndcg"))
+    gains = Gains(ctx, params)
+    results, ideal = _dcg_parts(ctx, gains)
+    rd, idl = _final(results, ctx.num_ret), _final(ideal, gains.ideal_len)
+    return np.where(idl > 0.0, _div(rd, idl), 0.0)
 
 
 def m_dcg(ctx, params):
-    return _per_query(ctx, lambda q: _ndcg_query(ctx, q, params, "dcg"))
+    results, _ = _dcg_parts(ctx, Gains(ctx, params))
+    return _final(results, ctx.num_ret)
 
 
 def m_ideal_dcg(ctx, params):
-    return _per_query(ctx, lambda q: _ndcg_query(ctx, q, params, "ideal_dcg"))
-
-
-def _ndcg_rel_query(ctx, q, pairs):
-    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
-    rels = _query_rels(ctx, q)
-    log2 = math.log2
-    results_dcg = ideal_dcg = total = 0.0
-    num_rel_ret = num_rel = 0
-    cur = len(gains) - 1
-    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-    at_level = 0
-    i = 0
-    n = len(rels)
-    with np.errstate(all="ignore"):
-        while i < n and ideal_gain > 0.0:
-            g = _get_gain(rels[i], gains)
-            if g != 0:
-                results_dcg += g / log2(i + 2)
-            at_level += 1
-            while cur >= 0 and at_level > gains[cur][2]:
-                at_level = 1
-                cur -= 1
-                ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-            if ideal_gain > 0.0:
-                num_rel += 1
-                ideal_dcg += ideal_gain / log2(i + 2)
-            if g > 0:
-                total += _fdiv(results_dcg, ideal_dcg)
-                num_rel_ret += 1
-            i += 1
-        while i < n:
-            g = _get_gain(rels[i], gains)
-            if g != 0:
-                results_dcg += g / log2(i + 2)
-            if g > 0:
-                total += _fdiv(results_dcg, ideal_dcg)
-                num_rel_ret += 1
-            i += 1
-        while ideal_gain > 0.0:
-            at_level += 1
-            while cur >= 0 and at_level > gains[cur][2]:
-                at_level = 1
-                cur -= 1
-                ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-            if ideal_gain > 0.0:
-                num_rel += 1
-                ideal_dcg += ideal_gain / log2(i + 2)
-            i += 1
-        total += float(num_rel - num_rel_ret) * _fdiv(results_dcg, ideal_dcg)
-    return _fdiv(total, num_rel) if total > 0.0 else 0.0
-
-
-def _fdiv(a: float, b: float) -> float:
-    if b:
-        return a / b
-    if a == 0 or math.isnan(a):
-        return -math.nan
-    return math.copysign(math.inf, a) * (1 if math.copysign(1, b) > 0 else -1)
+    gains = Gains(ctx, params)
+    _, ideal = _dcg_parts(ctx, gains)
+    return _final(ideal, gains.ideal_len)
 
 
 def m_ndcg_rel(ctx, params):
-    return _per_query(ctx, lambda q: _ndcg_rel_query(ctx, q, params))
-
-
-def _rndcg_query(ctx, q, pairs):
-    if ctx.num_rel[q] == 0:
-        return 0.0
-    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
-    rels = _query_rels(ctx, q)
-    log2 = math.log2
-    results_dcg = ideal_dcg = total = 0.0
-    cur = len(gains) - 1
-    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-    old_ideal_gain = ideal_gain
-    changed = 0
-    at_level = 0
-    i = 0
-    n = len(rels)
-    while i < n and ideal_gain > 0.0:
-        g = _get_gain(rels[i], gains)
-        at_level += 1
-        while cur >= 0 and at_level > gains[cur][2]:
-            at_level = 1
-            cur -= 1
-            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-        if old_ideal_gain != ideal_gain:
-            if ideal_dcg > 0.0:
-                total += results_dcg / ideal_dcg
-                changed += 1
-            old_ideal_gain = ideal_gain
-        if g != 0:
-            results_dcg += g / log2(i + 2)
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / log2(i + 2)
-        i += 1
-    if i < n:
-        while i < n:
-            g = _get_gain(rels[i], gains)
-            if g != 0:
-                results_dcg += g / log2(i + 2)
-            i += 1
-        if ideal_dcg > 0.0:
-            total += results_dcg / ideal_dcg
-            changed += 1
-    while ideal_gain > 0.0:
-        at_level += 1
-        while cur >= 0 and at_level > gains[cur][2]:
-            at_level = 1
-            cur -= 1
-            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-        if old_ideal_gain != ideal_gain:
-            if ideal_dcg > 0.0:
-                total += results_dcg / ideal_dcg
-                changed += 1
-            old_ideal_gain = ideal_gain
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / log2(i + 2)
-        i += 1
-    return _fdiv(total, changed)
+    gains = Gains(ctx, params)
+    results, ideal = _dcg_parts(ctx, gains)
+    k = gains.ideal_len
+    rows = ctx.rows[:, None]
+    i = np.arange(ctx.width)[None, :]
+    # At rank i the ideal DCG has grown to rank min(i, K - 1) (0 when K is 0).
+    ideal_at = np.where(
+        k[:, None] > 0, ideal[rows, np.minimum(i, np.maximum(k - 1, 0)[:, None])], 0.0
+    )
+    relevant = (gains.results > 0) & ctx.valid
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(relevant, results / ideal_at, 0.0)
+        total = seq_rowsum(terms)
+        rd, idl = _final(results, ctx.num_ret), _final(ideal, k)
+        total = total + (k - relevant.sum(axis=1)).astype(np.float64) * rd / idl
+        return np.where(total > 0.0, total / k, 0.0)
 
 
 def m_Rndcg(ctx, params):
-    return _per_query(ctx, lambda q: _rndcg_query(ctx, q, params))
-
-
-def _g_query(ctx, q, pairs):
-    gains = setup_gains(pairs, _levels_present(ctx.level_counts[q]))
-    rels = _query_rels(ctx, q)
-    log2 = math.log2
-    results_g = sum_results = sum_ideal = sum_cost = 0.0
-    cur = len(gains) - 1
-    ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-    at_level = 0
-    min_cost = 1.0
-    i = 0
-    n = len(rels)
-    while i < n and ideal_gain > 0.0:
-        g = _get_gain(rels[i], gains)
-        sum_results += g
-        at_level += 1
-        while cur >= 0 and at_level > gains[cur][2]:
-            at_level = 1
-            cur -= 1
-            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-        if ideal_gain > 0.0:
-            sum_ideal += ideal_gain
-        if ideal_gain >= min_cost:
-            sum_cost += ideal_gain
-        else:
-            sum_cost += min_cost
-        if g != 0:
-            results_g += g / log2(2 + sum_cost - sum_results)
-        i += 1
-    while i < n:
-        g = _get_gain(rels[i], gains)
-        sum_results += g
-        sum_cost += min_cost
-        if g != 0:
-            results_g += g / log2(2 + sum_cost - sum_results)
-        i += 1
-    while ideal_gain > 0.0:
-        at_level += 1
-        while cur >= 0 and at_level > gains[cur][2]:
-            at_level = 1
-            cur -= 1
-            ideal_gain = gains[cur][1] if cur >= 0 else 0.0
-        if ideal_gain > 0.0:
-            sum_ideal += ideal_gain
-        i += 1
-    return results_g / sum_ideal if sum_ideal > 0.0 else 0.0
+    gains = Gains(ctx, params)
+    results, ideal = _dcg_parts(ctx, gains)
+    k = gains.ideal_len
+    columns = gains.ideal.shape[1]
+    rows = ctx.rows[:, None]
+    c = np.arange(columns)[None, :]
+    previous = np.concatenate([gains.top[:, None], gains.ideal[:, :-1]], axis=1)
+    change = (gains.ideal != previous) & (c <= k[:, None])
+    before = np.maximum(c - 1, 0)
+    ideal_before = np.where(c >= 1, ideal[rows, before], 0.0)
+    rd_index = np.minimum(before, np.maximum(ctx.num_ret - 1, 0)[:, None])
+    rd_before = np.where((c >= 1) & (ctx.num_ret[:, None] > 0), results[rows, rd_index], 0.0)
+    added = change & (ideal_before > 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = seq_rowsum(np.where(added, rd_before / ideal_before, 0.0))
+        rd, idl = _final(results, ctx.num_ret), _final(ideal, k)
+        extra = (ctx.num_ret > k + 1) & (idl > 0.0)
+        total = np.where(extra, total + rd / idl, total)
+        changed = added.sum(axis=1) + extra
+        value = total / changed.astype(np.float64)
+    return np.where(ctx.num_rel > 0, value, 0.0)
 
 
 def m_G(ctx, params):
-    return _per_query(ctx, lambda q: _g_query(ctx, q, params))
+    gains = Gains(ctx, params)
+    g = gains.results
+    k = gains.ideal_len
+    i = np.arange(ctx.width)[None, :]
+    ideal_here = np.where(
+        i < k[:, None], gains.ideal[ctx.rows[:, None], np.minimum(i, gains.ideal.shape[1] - 1)], 0.0
+    )
+    cost = np.where((i < k[:, None]) & (ideal_here >= 1.0), ideal_here, 1.0)
+    sum_cost = np.cumsum(cost, axis=1)
+    sum_results = np.cumsum(g, axis=1)
+    where = np.nonzero((g != 0) & ctx.valid)
+    terms = np.zeros_like(g)
+    if len(where[0]):
+        bases = (2 + sum_cost[where]) - sum_results[where]
+        terms[where] = g[where] / np.array([math.log2(b) if b > 0 else _c_log2(b) for b in bases])
+    results_g = seq_rowsum(terms)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ideal_terms = np.where(
+            np.arange(gains.ideal.shape[1])[None, :] < k[:, None], gains.ideal, 0.0
+        )
+    sum_ideal = seq_rowsum(ideal_terms)
+    return np.where(sum_ideal > 0.0, _div(results_g, sum_ideal), 0.0)
+
+
+def _c_log2(x: float) -> float:
+    """C's log2 where math.log2 raises: -inf at 0, NaN below."""
+    return -math.inf if x == 0 else math.nan
 
 
 def m_ndcg_cut(ctx, params):
@@ -688,7 +595,7 @@ def m_ndcg_cut(ctx, params):
     dcg = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
     out = np.zeros_like(dcg)
     for q in range(ctx.r.n):
-        counts = _levels_present(ctx.level_counts[q])
+        counts = ctx.level_counts[q]
         ideal_grades = np.repeat(np.arange(len(counts))[::-1], counts[::-1])
         ideal_grades = ideal_grades[ideal_grades > 0].astype(np.float64)
         if len(ideal_grades) == 0:
@@ -721,23 +628,23 @@ def _powers(p: float, width: int) -> np.ndarray:
 def m_rbp(ctx, params):
     p = _rbp_p(params)
     powers = _powers(p, ctx.width)
-    out = np.zeros(ctx.r.n)
-    for q in range(ctx.r.n):
-        gains = setup_gains(params, _levels_present(ctx.level_counts[q]))
-        low = high = 0.0  # rbp's min and max start uninitialised; zero on the stack
-        for g in gains:
-            low = min(low, g[1])
-            high = max(high, g[1])
-        if low < 0 or high > 1:
-            for g in gains:
-                g[1] = (g[1] - low) / (high - low)
-        total = 0.0
-        for i, rel in enumerate(_query_rels(ctx, q)):
-            g = _get_gain(rel, gains)
-            if g != 0:
-                total += g * powers[i]
-        out[q] = (1.0 - p) * total
-    return out
+    gains = Gains(ctx, params)
+    g = gains.results.copy()
+    # Gains normalised to [0, 1] per query when any lies outside (rbp's min and max
+    # start uninitialised in trec_eval; 0 is what the stack holds after most measures).
+    low = np.array([min([0.0, *(x[1] for x in t)]) for t in gains.tables])
+    high = np.array([max([0.0, *(x[1] for x in t)]) for t in gains.tables])
+    listed = np.zeros_like(ctx.rels, dtype=bool)
+    listed |= (ctx.rels >= 0) & ctx.valid
+    for name, _ in params:
+        if _valid_int(name):
+            listed |= ctx.rels == int(name)
+    scale = (low < 0) | (high > 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normalised = (g - low[:, None]) / (high - low)[:, None]
+    g = np.where(scale[:, None] & listed, normalised, g)
+    terms = np.where(g != 0, g * powers[None, :-1], 0.0)
+    return (1.0 - p) * seq_rowsum(terms)
 
 
 def m_rbp_resid(ctx, params):
