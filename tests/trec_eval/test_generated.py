@@ -135,3 +135,30 @@ def test_refusals_and_odd_files_match_trec_eval(name, tmp_path, trec_eval_binary
         assert got.stdout == expected.stdout, args
         if expected.status:
             assert got.stderr.replace(str(tmp_path) + "/", "") == expected.stderr, args
+
+
+COMMAND_LINES = [
+    ["qrels", "run", "-q"],  # options after the files (GNU getopt)
+    ["-qc", "qrels", "run"],
+    ["--measure=P.5", "--query_eval_wanted", "qrels", "run"],
+    ["--measure", "map", "--complete_rel_info_wanted", "--level_for_rel", "2", "qrels", "run"],
+    ["-mP.3", "-m", "P.1", "-q", "qrels", "run"],  # the first parameters given win
+    ["-m", "official", "-m", "P.2", "qrels", "run"],
+    ["-n", "-q", "-M2", "qrels", "run"],
+    ["-N", "10", "-m", "utility", "-q", "qrels", "run"],
+    ["-v"],
+    ["qrels"],
+    [],
+]
+
+
+@pytest.mark.parametrize("argv", COMMAND_LINES, ids=[" ".join(a) or "none" for a in COMMAND_LINES])
+def test_command_lines_match_trec_eval(argv, tmp_path, trec_eval_binary, monkeypatch):
+    (tmp_path / "qrels").write_text("q1 0 A 1\nq1 0 B 0\nq2 0 C 2\n")
+    (tmp_path / "run").write_text("q1 Q0 A 1 2 r\nq1 Q0 B 2 1 r\nq2 Q0 C 1 1 r\n")
+    expected = run_oracle(trec_eval_binary, argv, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    got = run_verity(argv)
+    assert (got.status, got.stdout) == (expected.status, expected.stdout)
+    if argv == ["-v"]:
+        assert got.stderr == expected.stderr
