@@ -85,7 +85,7 @@ def main() -> None:
     args.dir.mkdir(parents=True, exist_ok=True)
     qrels, run = generate(args.dir, args.queries, args.depth)
     binary = args.trec_eval or build_trec_eval(args.dir)
-    verity = [sys.executable, "-m", "scoring.engine.trec_eval.cli"]
+    verity = [sys.executable, "-m", "verity_eval.trec_eval.cli"]
     lines = args.queries * args.depth
     print(f"{lines:,} run lines ({args.queries:,} queries x {args.depth:,}), "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")  # fmt: skip

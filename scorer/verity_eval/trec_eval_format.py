@@ -14,7 +14,7 @@ AllHit, Judged, Evidence, pooled recall) have no trec_eval name and are left out
 the other formats keep them under their own names.
 
 The numbers are Verity's, which agree with trec_eval's wherever the query set does (see
-``scoring.engine``: queries without a relevant judgment are excluded, and scorable queries
+``verity_eval``: queries without a relevant judgment are excluded, and scorable queries
 missing from the run score 0 as under ``trec_eval -c``). ``departures`` says when that
 makes the averaged query set differ from plain ``trec_eval``'s, for a note on stderr.
 """

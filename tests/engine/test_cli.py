@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine.cli import _NoPandas, main, run_cli
+from verity_eval.cli import _NoPandas, main, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -178,7 +178,7 @@ def test_statuses_and_mapping_options(tmp_path: Path, files: tuple[str, str]) ->
 @pytest.mark.parametrize(
     "code",
     [
-        "import sys, scoring.engine; assert 'django' not in sys.modules, 'django imported'",
+        "import sys, verity_eval; assert 'django' not in sys.modules, 'django imported'",
         "import sys, runpy; sys.argv = ['scoring', '--help']\n"
         "try:\n    runpy.run_module('scoring', run_name='__main__')\n"
         "except SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"

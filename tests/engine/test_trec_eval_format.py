@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.engine import EvalParams, evaluate
-from scoring.engine.trec_eval_format import departures, format_trec_eval, trec_eval_name
+from verity_eval import EvalParams, evaluate
+from verity_eval.trec_eval_format import departures, format_trec_eval, trec_eval_name
 
 
 def _line(name: str, qid: str, value: str) -> str:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine.trec_eval import cli
 from tests.shared_data import need_shared, shared_dir
+from verity_eval.trec_eval import cli
 
 
 @dataclass(frozen=True)
