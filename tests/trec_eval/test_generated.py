@@ -24,6 +24,8 @@ FLAGS = [
     ["-q", "-c", "-n"],
     ["-l2"],
     ["-q", "-c", "-l0"],
+    ["-q", "-c", "-l-1", "-m", "all_trec"],  # unjudged documents count as relevant
+    ["-q", "-c", "-l5", "-M0", "-m", "all_trec"],
     ["-q", "-c", "-J"],
     ["-c", "-M", "5"],
     ["-q", "-c", "-M1100", "-m", "P.1000,1100", "-m", "map_cut.1000"],

@@ -234,11 +234,16 @@ def _noop():
 def _interpolated(ctx, cutoff_ints: np.ndarray) -> np.ndarray:
     """iprec_at_recall's value for per-query relevant-count cutoffs (n, c)."""
     nrr = ctx.num_rel_ret
-    precision = np.where(ctx.valid, _div(ctx.cum_rel[:, 1:], ctx.positions), -np.inf)
+    # The C loop starts from num_rel_ret (judged documents at or above -l) and counts down
+    # at every document at or above -l; with a negative -l those include unjudged ones,
+    # so its count runs `offset` below the running count.
+    offset = (ctx.cum_rel[ctx.rows, ctx.num_ret] - nrr)[:, None]
+    counts = ctx.cum_rel[:, 1:] - offset
+    precision = np.where(ctx.valid, _div(counts, ctx.positions), -np.inf)
     suffix_max = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
     rr, cc = np.nonzero(ctx.is_rel)
     starts = np.searchsorted(rr, ctx.rows)
-    k = np.maximum(cutoff_ints, 1)
+    k = np.maximum(cutoff_ints, 1) + offset
     ok = (cutoff_ints <= nrr[:, None]) & (nrr[:, None] > 0)
     index = np.where(ok, starts[:, None] + k - 1, 0)
     if len(cc):
@@ -331,7 +336,9 @@ def m_Rprec_mult(ctx, params):
     ints = (cutoffs[None, :] * ctx.num_rel[:, None] + 0.9).astype(np.int64)
     beyond = ints > ctx.num_ret[:, None]
     inside = (ints >= 1) & ~beyond
-    counts = ctx.cum_rel[ctx.rows[:, None], np.clip(ints, 0, ctx.num_ret[:, None])]
+    offset = (ctx.cum_rel[ctx.rows, ctx.num_ret] - ctx.num_rel_ret)[:, None]  # see above
+    counts = ctx.cum_rel[ctx.rows[:, None], np.clip(ints, 0, ctx.num_ret[:, None])] - offset
+    counts = np.maximum(counts, 0)
     out = np.where(beyond, _div(ctx.num_rel_ret[:, None], ints), 0.0)
     return np.where(inside, _div(counts, ints), out)
 
