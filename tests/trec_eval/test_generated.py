@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.trec_eval.conftest import run_oracle, run_verity
+from verity_eval.trec_eval import cli
 
 FLAGS = [
     [],
@@ -95,6 +96,20 @@ def test_generated_cases_match_trec_eval(flags, cases, trec_eval_binary):
         got = run_verity(args)
         assert (got.status, got.stderr) == (expected.status, expected.stderr), args
         assert got.stdout.decode() == expected.stdout.decode(), args
+
+
+@pytest.mark.parametrize("flags", [["-q", "-c", "-m", "all_trec"], ["-q", "-c", "-l2", "-J"]])
+def test_queries_scored_in_small_batches_give_the_same_bytes(
+    flags, cases, trec_eval_binary, monkeypatch
+):
+    """Queries are scored in batches of similar depth (a deep ranking must not widen every
+    row of the padded matrix); batches of a few cells change no byte."""
+    monkeypatch.setattr(cli, "BATCH_CELLS", 40)
+    for qrels, run in cases[:12]:
+        args = [*flags, str(qrels), str(run)]
+        expected = run_oracle(trec_eval_binary, args, qrels.parent)
+        got = run_verity(args)
+        assert (got.status, got.stdout) == (expected.status, expected.stdout), args
 
 
 BROKEN = {

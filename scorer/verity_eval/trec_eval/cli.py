@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .inputs import InputError, read_qrels, read_run
-from .measures import NICKNAMES, REFUSED_NAMES, TABLE, Context, MeasureError
+from .measures import NICKNAMES, REFUSED_NAMES, TABLE, Context, MeasureError, level_tables
 from .rankings import rank
 
 VERSION = "10.0-rc3"
@@ -52,6 +52,9 @@ LONG_TO_SHORT = {
     "--Results_format": "-T", "--Output_old_results_format": "-o", "--Zscore": "-Z",
 }  # fmt: skip
 BY_NAME = {m.name: m for m in TABLE}
+#: Queries are scored in batches of similar depth whose padded query x rank matrix holds at
+#: most this many cells (one very deep ranking does not widen every query's row).
+BATCH_CELLS = 1 << 24
 
 
 class Exit(Exception):
@@ -282,7 +285,6 @@ def run(argv: list[str], out) -> int:
         debug_qid=opts.debug_qid,
         needs_rankings=needs_rankings,
     )
-    ctx = Context(rankings, opts.level, opts.num_docs)
     n = rankings.n
     stop = rankings.stop
     evaluated = stop.index if stop else n
@@ -290,27 +292,48 @@ def run(argv: list[str], out) -> int:
     columns = []  # (measure, names, values (n, k) or strings)
     if n == 0:
         plan = []
-    for m, params, names in plan:
-        if m.kind == "runid":
-            columns.append((m, names, None))
-            continue
-        try:
-            values = m.compute(ctx, params)
-        except MeasureError as error:
+    else:
+        levels = level_tables(rankings, opts.level)
+        batches = rankings.batches(BATCH_CELLS)
+    results: dict[str, object] = {}
+    failure: tuple[str, str] | None = None
+    for queries in batches if n else []:
+        ctx = Context(rankings, opts.level, opts.num_docs, queries, levels)
+        for m, params, _names in plan:
+            if m.kind == "runid":
+                continue
+            try:
+                values = m.compute(ctx, params)
+            except MeasureError as error:
+                failure = (str(error), m.name)
+                break
+            if m.kind == "relstring":
+                out_list = results.setdefault(m.name, [""] * n)
+                for q, text in zip(queries.tolist(), values, strict=True):
+                    out_list[q] = text
+            else:
+                values = np.asarray(values, dtype=np.float64).reshape(len(queries), -1)
+                full = results.setdefault(m.name, np.zeros((n, values.shape[1])))
+                full[queries] = values
+        if failure:
+            break
+        del ctx
+    for m, _params, names in plan:
+        if failure and m.name == failure[1]:
             if stop and stop.index == 0:
                 break  # the first query fails before this measure's own check
             # The measure refuses on the first query, before any line is printed.
-            lines = [str(error), f"trec_eval: Can't calculate measure '{m.name}'\n"]
+            lines = [failure[0], f"trec_eval: Can't calculate measure '{m.name}'\n"]
             return _finish(out, columns, rankings, opts, 0, lines, 4, plan)
+        if m.kind == "runid":
+            columns.append((m, names, None))
+            continue
+        values = results[m.name]
         if m.kind != "relstring":
-            values = np.asarray(values, dtype=np.float64).reshape(n, -1)
             values = _bogus_cleanup(values, names, rankings.bogus)
-        else:
+        elif names[0] == "relstring":
             # The placeholder ranking's string is cleared only under the plain name.
-            if names[0] == "relstring":
-                values = [
-                    "" if b else s for s, b in zip(values, rankings.bogus.tolist(), strict=True)
-                ]
+            values = ["" if b else s for s, b in zip(values, rankings.bogus.tolist(), strict=True)]
         columns.append((m, names, values))
 
     if stop:
@@ -326,7 +349,7 @@ def run(argv: list[str], out) -> int:
         )  # fmt: skip
     _print_queries(out, columns, rankings, opts, n)
     if opts.summary:
-        _print_summary(out, columns, rankings, opts, ctx)
+        _print_summary(out, columns, rankings, opts)
     return 0
 
 
@@ -363,7 +386,7 @@ def _print_queries(out, columns, rankings, opts, count):
                 write(f"{name:<22}\t{qid}\t{text}\n")
 
 
-def _print_summary(out, columns, rankings, opts, ctx):
+def _print_summary(out, columns, rankings, opts):
     n = rankings.n
     denominator = rankings.num_qrels_queries if opts.complete else n
     write = out.write

@@ -28,15 +28,56 @@ class MeasureError(Exception):
     """A measure trec_eval cannot compute (its message, then "Can't calculate")."""
 
 
+def level_tables(r: Rankings, level: int):
+    """form_res_rels' rel_levels per query, with its reuse of one buffer: the buffer is
+    cleared only up to the query's highest grade, and num_rel_levels keeps the previous
+    query's value when the query has no judged (non-negative) grade. Sequential over the
+    queries in order, so computed once for all of them: (tables, num_rel_levels, num_rel,
+    num_nonrel), one entry per query."""
+    order = np.argsort(r.qrel_row, kind="stable")
+    rows, g = r.qrel_row[order], r.qrel_grade[order]
+    bounds = np.searchsorted(rows, np.arange(r.n + 1))
+    buffer = np.zeros(0, dtype=np.int64)
+    num_levels = 0
+    tables, levels, num_rel, num_nonrel = [], [], [], []
+    low = max(level, 0)
+    for q in range(r.n):
+        own = g[bounds[q] : bounds[q + 1]]
+        needed = int(own.max()) + 1 if len(own) else 0
+        if needed > len(buffer):
+            buffer = np.zeros(len(buffer) + needed, dtype=np.int64)
+        buffer = buffer.copy()
+        buffer[: max(needed, 0)] = 0
+        judged = own[own >= 0]
+        if len(judged):
+            counts = np.bincount(judged)
+            buffer[: len(counts)] += counts
+            num_levels = int(np.flatnonzero(counts)[-1]) + 1
+        tables.append(buffer)
+        levels.append(num_levels)
+        num_rel.append(int(buffer[low:needed].sum()) if needed > low else 0)
+        num_nonrel.append(int(buffer[: max(level, 0)].sum()))
+    return tables, levels, np.array(num_rel, np.int64), np.array(num_nonrel, np.int64)
+
+
 @dataclass
 class Context:
+    """One batch of queries (``queries``, indices into ``r``) and what the measures share
+    about them, computed on first use."""
+
     r: Rankings
     level: int
     num_docs_in_coll: int
+    queries: np.ndarray
+    levels: tuple  # level_tables(r, level), for every query of r
+
+    @functools.cached_property
+    def n(self) -> int:
+        return len(self.queries)
 
     @functools.cached_property
     def rels(self) -> np.ndarray:
-        return self.r.rels
+        return self.r.matrix(self.queries)
 
     @functools.cached_property
     def width(self) -> int:
@@ -53,52 +94,28 @@ class Context:
     @functools.cached_property
     def cum_rel(self) -> np.ndarray:
         """(n, width + 1): relevant documents in the top k, k = 0..width."""
-        out = np.zeros((self.r.n, self.width + 1), dtype=np.int64)
+        out = np.zeros((self.n, self.width + 1), dtype=np.int64)
         np.cumsum(self.is_rel, axis=1, out=out[:, 1:])
         return out
 
     @functools.cached_property
     def rows(self) -> np.ndarray:
-        return np.arange(self.r.n)
-
-    def top(self, counts: np.ndarray, k) -> np.ndarray:
-        """counts[:, min(k, num_ret)] per query."""
-        return counts[self.rows, np.minimum(k, self.r.num_ret)]
+        return np.arange(self.n)
 
     @functools.cached_property
     def num_ret(self) -> np.ndarray:
-        return self.r.num_ret
+        return self.r.num_ret[self.queries]
 
     @functools.cached_property
     def _level_tables(self):
-        """form_res_rels' rel_levels per query, with its reuse of one buffer: the buffer
-        is cleared only up to the query's highest grade, and num_rel_levels keeps the
-        previous query's value when the query has no judged (non-negative) grade."""
-        grades = self.r.qrel_grade
-        order = np.argsort(self.r.qrel_row, kind="stable")
-        rows, g = self.r.qrel_row[order], grades[order]
-        bounds = np.searchsorted(rows, np.arange(self.r.n + 1))
-        buffer = np.zeros(0, dtype=np.int64)
-        num_levels = 0
-        tables, levels, num_rel, num_nonrel = [], [], [], []
-        low = max(self.level, 0)
-        for q in range(self.r.n):
-            own = g[bounds[q] : bounds[q + 1]]
-            needed = int(own.max()) + 1 if len(own) else 0
-            if needed > len(buffer):
-                buffer = np.zeros(len(buffer) + needed, dtype=np.int64)
-            buffer = buffer.copy()
-            buffer[: max(needed, 0)] = 0
-            judged = own[own >= 0]
-            if len(judged):
-                counts = np.bincount(judged)
-                buffer[: len(counts)] += counts
-                num_levels = int(np.flatnonzero(counts)[-1]) + 1
-            tables.append(buffer)
-            levels.append(num_levels)
-            num_rel.append(int(buffer[low:needed].sum()) if needed > low else 0)
-            num_nonrel.append(int(buffer[: max(self.level, 0)].sum()))
-        return tables, levels, np.array(num_rel, np.int64), np.array(num_nonrel, np.int64)
+        tables, levels, num_rel, num_nonrel = self.levels
+        picked = self.queries.tolist()
+        return (
+            [tables[q] for q in picked],
+            [levels[q] for q in picked],
+            num_rel[self.queries],
+            num_nonrel[self.queries],
+        )
 
     @functools.cached_property
     def level_counts(self) -> list[np.ndarray]:
@@ -159,7 +176,7 @@ def _div(a, b):
 
 
 def m_num_q(ctx, params):
-    return np.ones(ctx.r.n)
+    return np.ones(ctx.n)
 
 
 def m_num_ret(ctx, params):
@@ -302,7 +319,7 @@ def m_success(ctx, params):
 
 def m_map_cut(ctx, params):
     k = np.array(params, dtype=np.int64)
-    partial = np.zeros((ctx.r.n, ctx.width + 1))
+    partial = np.zeros((ctx.n, ctx.width + 1))
     np.cumsum(_ap_terms(ctx), axis=1, out=partial[:, 1:])
     sums = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
     return np.where(ctx.num_rel[:, None] > 0, _div(sums, ctx.num_rel[:, None]), 0.0)
@@ -311,7 +328,7 @@ def m_map_cut(ctx, params):
 def m_unj(ctx, params):
     k = np.array(params, dtype=np.int64)
     unjudged = ((ctx.rels == NONPOOL) | (ctx.rels == UNJUDGED)).astype(np.int64)
-    cum = np.zeros((ctx.r.n, ctx.width + 1), dtype=np.int64)
+    cum = np.zeros((ctx.n, ctx.width + 1), dtype=np.int64)
     np.cumsum(unjudged, axis=1, out=cum[:, 1:])
     counts = cum[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
     return _div(counts, k[None, :])
@@ -597,11 +614,11 @@ def m_ndcg_cut(ctx, params):
     k = np.array(params, dtype=np.int64)
     gains = np.where(ctx.rels > 0, ctx.rels, 0).astype(np.float64)
     terms = np.where(gains > 0, _div(gains, ctx.log2_table[2 : ctx.width + 2]), 0.0)
-    partial = np.zeros((ctx.r.n, ctx.width + 1))
+    partial = np.zeros((ctx.n, ctx.width + 1))
     np.cumsum(terms, axis=1, out=partial[:, 1:])
     dcg = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
     out = np.zeros_like(dcg)
-    for q in range(ctx.r.n):
+    for q in range(ctx.n):
         counts = ctx.level_counts[q]
         ideal_grades = np.repeat(np.arange(len(counts))[::-1], counts[::-1])
         ideal_grades = ideal_grades[ideal_grades > 0].astype(np.float64)
@@ -666,7 +683,7 @@ def m_rbp_resid(ctx, params):
 def relstrings(ctx, params) -> list[str]:
     length = int(params[0])
     out = []
-    for q in range(ctx.r.n):
+    for q in range(ctx.n):
         n = max(min(length, int(ctx.num_ret[q])), 0)
         chars = []
         for rel in ctx.rels[q, :n].tolist():

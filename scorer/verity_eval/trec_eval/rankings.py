@@ -46,7 +46,6 @@ class StopError:
 @dataclass
 class Rankings:
     qids: list[str]
-    rels: np.ndarray  # (n, width) int64, PAD past num_ret
     num_ret: np.ndarray  # (n,) int64
     bogus: np.ndarray  # (n,) bool
     qrel_row: np.ndarray  # judged qrels of the evaluated queries: their row
@@ -55,11 +54,47 @@ class Rankings:
     all_qrels_grades: np.ndarray  # every qrels grade (num_rel under -c)
     runid: str
     stop: StopError | None = None
-    _cache: dict = field(default_factory=dict, repr=False)
+    # The ranked documents' grades, query by query in rank order (num_ret[q] each).
+    grades: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n(self) -> int:
         return len(self.qids)
+
+    @property
+    def rels(self) -> np.ndarray:
+        return self.matrix(np.arange(self.n))
+
+    def matrix(self, queries: np.ndarray) -> np.ndarray:
+        """rels[query, rank] for these queries, PAD past each one's num_ret."""
+        counts = self.num_ret[queries]
+        width = max(int(counts.max()) if len(counts) else 0, 1)
+        out = np.full((len(queries), width), PAD, dtype=np.int64)
+        total = int(counts.sum())
+        if total:
+            offsets = np.concatenate([[0], np.cumsum(self.num_ret)])
+            rows = np.repeat(np.arange(len(queries)), counts)
+            rank = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            out[rows, rank] = self.grades[np.repeat(offsets[queries], counts) + rank]
+        return out
+
+    def batches(self, budget: int) -> list[np.ndarray]:
+        """The queries in groups whose padded matrix (queries x deepest ranking) stays
+        within ``budget`` cells, each group of similar depth (one deep ranking does not
+        widen the others' rows)."""
+        order = np.argsort(self.num_ret, kind="stable")
+        groups: list[np.ndarray] = []
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while (
+                end < len(order)
+                and (end + 1 - start) * max(int(self.num_ret[order[end]]), 1) <= budget
+            ):
+                end += 1
+            groups.append(np.sort(order[start:end]))
+            start = end
+        return groups
 
 
 def rank(
@@ -179,12 +214,9 @@ def rank(
         position = np.arange(len(rows)) - starts[rows] if len(rows) else rows
 
     num_ret = np.bincount(rows, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
-    width = max(int(num_ret.max()) if n else 0, 1)
-    rels = np.full((n, width), PAD, dtype=np.int64)
-    rels[rows, position] = grades
     return Rankings(
         qids=[q.decode("latin-1") for q in qids],
-        rels=rels,
+        grades=grades,
         num_ret=num_ret,
         bogus=bogus_arr,
         qrel_row=q_rows,
