@@ -42,6 +42,9 @@ FLAGS = [
     ["-q", "-c", "-m", "iprec_at_recall.0,.33,.5,1", "-m", "11pt_avg.0,.5,1", "-m", "map_cut.3"],
     ["-q", "-c", "-m", "Rprec_mult.0.5,1.5,3", "-m", "relative_P.2,4", "-m", "unj.1,4"],
     ["-q", "-c", "-m", "dcg", "-m", "ideal_dcg", "-m", "Rndcg", "-m", "ndcg_rel"],
+    # Fractional, zero and negative gains, and gains for unjudged (-1) documents.
+    ["-q", "-c", "-m", "Rndcg.3=0.5,2=0.7", "-m", "ndcg_rel.1=-2", "-m", "ndcg.-1=1,5=3"],
+    ["-q", "-c", "-m", "Rndcg.1=0", "-m", "ndcg_rel.2=0", "-m", "G.0=0.5"],
     ["-q", "-c", "-D", "0.q3"],
     ["-q", "-c", "-m", "relstring.4", "-m", "num_nonrel_judged_ret", "-m", "binG"],
     ["-q", "-c", "-m", "relstring", "-m", "infAP", "-m", "gm_bpref", "-J"],
