@@ -163,6 +163,7 @@ def rank(
         pa.table({"row": all_rows, "doc": all_docs, "src": source}),
         sort_keys=[("row", "ascending"), ("doc", "descending"), ("src", "ascending")],
     ).to_numpy()
+    order = order.astype(np.int32 if len(order) < 2**31 else np.int64)
     s_rows = all_rows[order]
     s_docs = all_docs.take(order)
     del all_docs, docs, q_docs  # the sorted copy is the one used from here
@@ -172,7 +173,7 @@ def rank(
         same[1:] = (s_rows[1:] == s_rows[:-1]) & pc.equal(s_docs[1:], s_docs[:-1]).to_numpy(
             zero_copy_only=False
         )
-    group = np.cumsum(~same) - 1
+    group = np.cumsum(~same, dtype=order.dtype) - 1
     first_of_group = np.flatnonzero(~same)
     # A group's grade: its first line's, when that line is a qrels line.
     head = order[first_of_group]
@@ -186,7 +187,8 @@ def rank(
         pa.table({"row": rows[run_index], "sim": -sims[run_index]}),
         sort_keys=[("row", "ascending"), ("sim", "ascending")],
     ).to_numpy()
-    ranked = run_sorted[by_score]  # positions in the combined sort, in rank order
+    # Positions in the combined sort, in rank order.
+    ranked = run_sorted[by_score].astype(order.dtype)
     rows = s_rows[ranked]
     starts = np.searchsorted(rows, np.arange(n))
     position = np.arange(len(rows)) - starts[rows] if len(rows) else np.zeros(0, np.int64)
@@ -234,7 +236,7 @@ def _rows_of(qid: pa.Array, value_set: pa.Array) -> np.ndarray:
         of_value = _rows_of(qid.dictionary, value_set)
         return of_value[qid.indices.to_numpy(zero_copy_only=False)]
     index = pc.index_in(qid, value_set=value_set)
-    return index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
 
 
 def _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept):
