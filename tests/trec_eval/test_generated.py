@@ -182,3 +182,28 @@ def test_command_lines_match_trec_eval(argv, tmp_path, trec_eval_binary, monkeyp
     assert (got.status, got.stdout) == (expected.status, expected.stdout)
     if argv == ["-v"]:
         assert got.stderr == expected.stderr
+
+
+def test_z_scores_match_trec_eval(cases, trec_eval_binary, tmp_path):
+    """-Z: each value against the file's mean and deviation for its query and name; a
+    zero deviation gives 0 for the mean itself and -1000000 otherwise, as does a value or
+    a query the file lacks."""
+    zscores = tmp_path / "zscores"
+    rnd = random.Random(5)
+    lines = []
+    for q in ("q0", "q2", "q3", "q5"):
+        for name in ("num_ret", "map", "P_5", "P_10", "ndcg", "gm_map", "recall_5", "bpref"):
+            sd = rnd.choice([0.0, 0.5, 2.0])
+            mean = rnd.choice([0.0, 0.25, 10.0])
+            lines.append(f"{q} {name} {mean} {sd}")
+        # trec_eval's binary search reads one entry past the end for a name or query
+        # beyond the last (and may crash): a last entry in both keeps it defined.
+        lines.append(f"{q} zzz 0 1")
+    lines.append("zzz zzz 0 1")
+    zscores.write_text("\n".join(rnd.sample(lines, len(lines))) + "\n")
+    for flags in (["-q", "-c", "-m", "all_trec"], ["-c"], ["-q", "-n", "-c", "-m", "set"]):
+        for qrels, run in cases[:10]:
+            args = [*flags, "-Z", str(zscores), str(qrels), str(run)]
+            expected = run_oracle(trec_eval_binary, args, qrels.parent)
+            got = run_verity(args)
+            assert (got.status, got.stdout) == (expected.status, expected.stdout), args

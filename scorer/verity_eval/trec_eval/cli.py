@@ -2,9 +2,9 @@
 
 ``verity-trec-eval [-q] [-c] [-n] [-J] [-l N] [-M N] [-N N] [-D N[.qid]] [-m measure[.params]]...
 QRELS RUN`` (``-`` or any name starting with ``-`` for the run: standard input), the long
-options of trec_eval too, options anywhere (GNU getopt). Refused with a message and status
-2: ``-R`` other than ``qrels`` (prefs, qrels_prefs, qrels_jg), ``-T`` other than
-``trec_results``, ``-Z`` (z-scores), a debug level above 0, and the preference and
+options of trec_eval too, options anywhere (GNU getopt), ``-Z FILE`` (z-scores). Refused
+with a message and status 2: ``-R`` other than ``qrels`` (prefs, qrels_prefs, qrels_jg),
+``-T`` other than ``trec_results``, a debug level above 0, and the preference and
 judgment-group measures. ``-h`` prints this program's own help, not trec_eval's.
 """
 
@@ -90,6 +90,7 @@ class Options:
         self.rel_format = "qrels"
         self.results_format = "trec_results"
         self.zscore = False
+        self.zscore_file = ""
         self.help = False
         self.marked: set[str] = set()
         self.meas_args: list[tuple[str, str]] = []
@@ -150,6 +151,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
             opts.results_format = value
         elif flag == "-Z":
             opts.zscore = True
+            opts.zscore_file = value
     return opts, rest
 
 
@@ -256,8 +258,7 @@ def run(argv: list[str], out) -> int:
     if opts.results_format != "trec_results":
         raise Exit(2, f"trec_eval: Illegal retrieval results format '{opts.results_format}'\n")
     run_file = read_run(run_path)
-    if opts.zscore:
-        raise Exit(2, "verity-trec-eval: -Z (z-scores) is not supported\n")
+    zscores = read_zscores(opts.zscore_file) if opts.zscore else None
     if opts.debug_level > 0:
         raise Exit(2, "verity-trec-eval: debug output (-D above 0) is not supported\n")
     if not opts.marked:
@@ -336,6 +337,8 @@ def run(argv: list[str], out) -> int:
             values = ["" if b else s for s, b in zip(values, rankings.bogus.tolist(), strict=True)]
         columns.append((m, names, values))
 
+    if zscores is not None:
+        columns = _to_zscores(columns, rankings.qids, zscores)
     if stop:
         lines = list(stop.lines)
         if stop.measure_failure:
@@ -351,6 +354,53 @@ def run(argv: list[str], out) -> int:
     if opts.summary:
         _print_summary(out, columns, rankings, opts)
     return 0
+
+
+MISSING_ZSCORE = -1000000.0
+
+
+def read_zscores(path: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """-Z's file, ``qid measure mean stddev`` per line: {qid: {value name: (mean, sd)}}."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        data = b""
+    if not data:
+        raise Exit(255, f"trec_eval.get_zscores: Cannot read zscores file '{path}'\n")
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    for number, line in enumerate(data.rstrip(b"\n").split(b"\n"), start=1):
+        fields = line.split()
+        if len(fields) < 4:
+            raise Exit(255, f"trec_eval.get_zscores: Malformed line {number}\n")
+        qid, name = fields[0].decode("latin-1"), fields[1].decode("latin-1")
+        mean, sd = (_atof(f.decode("latin-1")) for f in fields[2:4])
+        table.setdefault(qid, {}).setdefault(name, (mean, sd))
+    return table
+
+
+def _to_zscores(columns, qids, zscores):
+    """Each query's values as z-scores against the file's mean and standard deviation
+    for that query and value name; -1000000 where the file has none (convert_zscores.c)."""
+    converted = []
+    for m, names, values in columns:
+        if values is None or m.kind == "relstring":
+            converted.append((m, names, values))
+            continue
+        values = values.copy()
+        for q, qid in enumerate(qids):
+            known = zscores.get(qid)
+            for j, name in enumerate(names):
+                stats = known.get(name) if known is not None else None
+                value = values[q, j]
+                if stats is None:
+                    values[q, j] = MISSING_ZSCORE
+                elif stats[1]:
+                    values[q, j] = (value - stats[0]) / stats[1]
+                else:
+                    values[q, j] = 0.0 if value == stats[0] else MISSING_ZSCORE
+        converted.append((m, names, values))
+    return converted
 
 
 def _bogus_cleanup(values, names, bogus):
@@ -382,6 +432,9 @@ def _print_queries(out, columns, rankings, opts, count):
                 continue
             row = values[q]
             for j, name in enumerate(names):
+                if opts.zscore:
+                    write(f"Z{name:<22}\t{qid}\t{_fmt(row[j])}\n")
+                    continue
                 text = _long(row[j]) if m.kind == "long" else _fmt(row[j])
                 write(f"{name:<22}\t{qid}\t{text}\n")
 
@@ -411,6 +464,9 @@ def _print_summary(out, columns, rankings, opts):
                 if opts.complete:
                     total += (denominator - n) * math.log(0.00001)
                 total = math.exp(total / denominator)
+            if opts.zscore:
+                write(f"Z{name:<22}\tall\t{_fmt(total)}\n")
+                continue
             text = _long(total) if m.kind == "long" else _fmt(total)
             write(f"{name:<22}\tall\t{text}\n")
 
