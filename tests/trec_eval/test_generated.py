@@ -124,6 +124,8 @@ BROKEN = {
     "no query in common": ("q1 0 A 1\n", "q9 Q0 A 1 2 r\n"),
     "empty run": ("q1 0 A 1\n", ""),
     "empty qrels": ("", "q1 Q0 A 1 2 r\n"),
+    "byte-order marks": ("\ufeffq1 0 A 1\nq2 0 B 1\n", "\ufeffq1 Q0 A 1 2 r\nq2 Q0 B 1 1 r\n"),
+    "a header line and CRLF": ("q1 0 A 1\r\n", "qid Q0 docno rank score run\r\nq1 Q0 A 1 2 r\r\n"),
     "qrels without a final newline": ("q1 0 A 1\nq1 0 B 2", "q1 Q0 A 1 2 r\nq1 Q0 B 1 1 r"),
     "blank line in the qrels": ("q1 0 A 1\n\nq1 0 B 1\n", "q1 Q0 A 1 2 r\n"),
     "comment then blank-led run lines": ("# c\nq1 0 A 1\n", "  # c\n\n  q1 Q0 A 1 2 r x y\n"),

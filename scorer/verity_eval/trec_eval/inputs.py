@@ -77,6 +77,8 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
     line-by-line reader, which follows trec_eval's own parser, reads it instead."""
     if data[:1] == b"#" or data.find(b"\n#") != -1 or data[:1].isspace():
         return None
+    if data[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
+        return None
     if not empty_lines_ok and data.find(b"\n\n") != -1:
         return None
     first = data[: data.find(b"\n")]
