@@ -1,5 +1,5 @@
 """Standalone scorer: ``python -m scoring QRELS RUN [options]``, the same as the
-``verity-eval`` command that ``pip install .`` provides.
+``verity-eval`` command that ``pip install ./scorer`` provides.
 
 Imports only ``verity_eval`` (no Django settings, no database); ``--help`` lists options.
 """

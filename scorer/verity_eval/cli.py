@@ -1,5 +1,5 @@
 """``verity-eval QRELS RUN ...`` (or ``python -m scoring``): the standalone scorer, with no
-Django and no database. ``pip install .`` provides the ``verity-eval`` command."""
+Django and no database. ``pip install ./scorer`` provides the ``verity-eval`` command."""
 
 from __future__ import annotations
 
