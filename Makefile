@@ -9,12 +9,14 @@ PORT ?= 8000
 
 .PHONY: run test lint format venv clean-db
 
-$(VENV)/.stamp-dev: requirements.txt requirements-dev.txt pyproject.toml
+$(VENV)/.stamp-dev: requirements.txt requirements-dev.txt pyproject.toml scorer/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	# The project itself, editable: the apps import from here, and .venv/bin/verity-eval runs
-	# the scorer from any directory.
+	# The scorer (its own distribution, scorer/) and then the project itself, both editable:
+	# the apps import from here, and .venv/bin/verity-eval and verity-trec-eval run the
+	# scorer from any directory.
+	$(PY) -m pip install --quiet --no-deps -e ./scorer
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 

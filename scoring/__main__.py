@@ -1,7 +1,7 @@
 """Standalone scorer: ``python -m scoring QRELS RUN [options]``, the same as the
-``verity-eval`` command that ``pip install .`` provides.
+``verity-eval`` command that ``pip install ./scorer`` provides.
 
-Imports only ``scoring.engine`` (no Django settings, no database); ``--help`` lists options.
+Imports only ``verity_eval`` (no Django settings, no database); ``--help`` lists options.
 """
 
 import os
@@ -11,7 +11,7 @@ import os
 # reader is about to use. Set before numpy is imported; a value already set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from scoring.engine.cli import main  # after the environment is set
+from verity_eval.cli import main  # after the environment is set
 
 if __name__ == "__main__":
     main()

@@ -8,9 +8,9 @@ from django import forms
 
 from judgments.models import Collection
 from judgments.uploads import within_upload_limit
+from verity_eval.params import UNJUDGED_POLICIES, parse_ks
 from verity_limits import INT16_MAX, NOTE_MAX
 
-from .engine.params import UNJUDGED_POLICIES, parse_ks
 from .models import DedupPolicy, OrderRule, Run, UnitMapping
 from .upload_options import RunImportOptions
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from django.db.models import Count, QuerySet
 
+import verity_eval as engine
 from judgments.models import Collection, Query, Snapshot
 from judgments.selectors import snapshot_of
 
-from . import engine
 from .models import Evaluation, RankedList, Run, RunStage, UnitMapping
 
 

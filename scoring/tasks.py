@@ -15,6 +15,7 @@ from django.db import transaction
 from django.urls import reverse
 from django_tasks import task
 
+import verity_eval as engine
 from jobs.files import input_path
 from jobs.models import Job, JobKind
 from jobs.progress import JobProgress, Progress
@@ -24,7 +25,6 @@ from judgments.models import Collection, Snapshot
 from judgments.services import VerityError
 from judgments.wording import counted
 
-from . import engine
 from .models import Evaluation, Run, RunStage, UnitMapping
 from .reports import diagnosis_params, stored_stage_evaluations
 from .selectors import ScoringInputs

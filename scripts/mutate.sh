@@ -32,7 +32,7 @@ JOBS=${MUTATE_JOBS:-2}
 engine_config() {
   cat <<'EOF'
 source_paths = ["config", "judgments", "scoring"]
-only_mutate = ["scoring/engine/*"]
+only_mutate = ["scorer/verity_eval/*"]
 also_copy = ["fixtures", "templates", "manage.py", "jobs", "judges"]
 pytest_add_cli_args_test_selection = ["tests/engine"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]

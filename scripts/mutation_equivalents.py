@@ -315,7 +315,7 @@ SITE_RULES += [
 
 #: Changes on a ``def`` line (a default value), which the diffs above do not show.
 NAMED_RULES: dict[str, str] = {
-    "scoring.engine.tables.xǁRunǁiter_rankings__mutmut_1": "the default batch (500 to 501) "
+    "verity_eval.tables.xǁRunǁiter_rankings__mutmut_1": "the default batch (500 to 501) "
     "bounds how many rankings' strings are built at once, not what is yielded",
 }
 
@@ -446,11 +446,11 @@ SITE_RULES += [
 
 NAMED_RULES.update(
     {
-        "scoring.engine.cli.x_build_parser__mutmut_1": "the default prog is never used: "
+        "verity_eval.cli.x_build_parser__mutmut_1": "the default prog is never used: "
         "run_cli always passes the name it was started under",
-        "scoring.engine.cli.x_build_parser__mutmut_2": "the default prog is never used: "
+        "verity_eval.cli.x_build_parser__mutmut_2": "the default prog is never used: "
         "run_cli always passes the name it was started under",
-        "scoring.engine.tables.x__later_duplicates_exact__mutmut_16": "the zipped sequences "
+        "verity_eval.tables.x__later_duplicates_exact__mutmut_16": "the zipped sequences "
         "are slices or takes of the same rows, equal in length by construction; "
         "`strict=True` only guards that",
     }
@@ -481,10 +481,10 @@ _ALL_COLUMNS = (
 NAMED_RULES.update(
     {
         # The diff cannot tell these from the names argument (the same list, killed).
-        "scoring.engine.readers.qrels.x__read_qrels_fast__mutmut_6": _ALL_COLUMNS,
-        "scoring.engine.readers.trec_run.x__read_trec_run_fast__mutmut_6": _ALL_COLUMNS,
+        "verity_eval.readers.qrels.x__read_qrels_fast__mutmut_6": _ALL_COLUMNS,
+        "verity_eval.readers.trec_run.x__read_trec_run_fast__mutmut_6": _ALL_COLUMNS,
         # escape_char dropped: its default is False, the value given (diff spans 2 lines).
-        "scoring.engine.readers.common.x__read_table__mutmut_23": "escape_char left out takes "
+        "verity_eval.readers.common.x__read_table__mutmut_23": "escape_char left out takes "
         "pyarrow's default, False, the value given",
     }
 )
@@ -733,9 +733,9 @@ SITE_RULES += [
 NAMED_RULES.update(
     dict.fromkeys(
         [
-            "scoring.engine.evaluate.x_evaluate__mutmut_89",
-            "scoring.engine.evaluate.x_evaluate__mutmut_125",
-            "scoring.engine.evaluate.x_evaluate__mutmut_156",
+            "verity_eval.evaluate.x_evaluate__mutmut_89",
+            "verity_eval.evaluate.x_evaluate__mutmut_125",
+            "verity_eval.evaluate.x_evaluate__mutmut_156",
         ],
         _HINT,
     )
@@ -982,7 +982,7 @@ SITE_RULES += [
 NAMED_RULES.update(
     {
         # escape_char dropped (the diff spans 2 lines): its default is False, the value given.
-        "scoring.engine.readers.common.x__read_table__mutmut_20": "escape_char left out takes "
+        "verity_eval.readers.common.x__read_table__mutmut_20": "escape_char left out takes "
         "pyarrow's default, False, the value given",
     }
 )

@@ -154,7 +154,7 @@ def table(root: Path, doc: Path) -> str:
     for module, counts in sorted(rows.items()):
         if not sum(counts.values()):
             continue
-        area = "scoring/engine/" if module.startswith("scoring/engine/") else "services"
+        area = "scorer/verity_eval/" if module.startswith("scorer/verity_eval/") else "services"
         totals.setdefault(area, Counter()).update(counts)
         lines.append(_row(f"`{module}`", counts))
     for area, counts in totals.items():

@@ -76,7 +76,7 @@ def _heavy_after(code: str) -> list[str]:
         SETUP + URLS,
         SETUP + URLS + COMMANDS,
         SETUP + CHECK,
-        "import sys, scoring.engine, scoring.engine.params\n",
+        "import sys, verity_eval, verity_eval.params\n",
     ],
     ids=["settings", "django-setup", "url-conf", "every-command-module", "check", "engine"],
 )
@@ -89,4 +89,4 @@ def test_the_probe_sees_a_heavy_import() -> None:
     assert _heavy_after(
         SETUP + "import scoring.comparison\nscoring.comparison.describe([1], [0])\n"
     ) == ["numpy"]
-    assert _heavy_after(SETUP + "from scoring.engine import evaluate\n") == ["numpy", "pyarrow"]
+    assert _heavy_after(SETUP + "from verity_eval import evaluate\n") == ["numpy", "pyarrow"]

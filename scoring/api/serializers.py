@@ -9,9 +9,9 @@ from rest_framework import serializers
 
 from judgments.api.serializers import username_of
 from judgments.models import LabelingUnit
-from scoring.engine.params import UNJUDGED_POLICIES
 from scoring.models import DedupPolicy, Evaluation, OrderRule, Run, RunStage, UnitMapping
 from scoring.selectors import K_MAX
+from verity_eval.params import UNJUDGED_POLICIES
 from verity_limits import INT16_MAX, INT32_MAX, NOTE_MAX, STAGE_MAX
 
 ANY_VALUE: dict[str, Any] = {}  # an OpenAPI schema without a type: any JSON value

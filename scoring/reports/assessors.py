@@ -12,8 +12,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import verity_eval as engine
 from judgments.selectors import frozen_assessments
-from scoring import engine
 from scoring.models import Evaluation
 from scoring.selectors import mapping_pairs_of, stage_lists_of
 from scoring.services.evaluations import snapshot_inputs

@@ -13,11 +13,11 @@ from judgments.models import Snapshot
 from judgments.selectors import diff_snapshots
 from judgments.services import VerityError
 from scoring import comparison
-from scoring.engine.params import split_measure
 from scoring.models import Evaluation
 from scoring.reports.assessors import assessor_effect
 from scoring.reports.formatting import UNTESTED_FAMILIES, _natural
 from scoring.selectors import query_info_for
+from verity_eval.params import split_measure
 
 
 class ComparisonRefused(VerityError):

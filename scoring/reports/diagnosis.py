@@ -11,10 +11,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import verity_eval as engine
 from judgments.models import Snapshot
 from judgments.selectors import snapshot_of
 from judgments.services import VerityError
-from scoring import engine
 from scoring.models import Evaluation, Run, RunStage, UnitMapping
 from scoring.reports.formatting import UNJUDGED_POLICIES, _natural
 from scoring.selectors import (

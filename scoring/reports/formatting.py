@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scoring import comparison
-from scoring.engine.params import natural_key, split_measure
+from verity_eval.params import natural_key, split_measure
 
 #: Measures that are proportions (shown as percentages); the others as 4-decimal scores.
 RATE_FAMILIES = frozenset({"R", "Ceiling", "AnyHit", "AllHit", "P", "Judged", "Evidence", "Rprec"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import verity_eval as engine
 from judgments.models import Collection
-from scoring import engine
 from scoring.models import Run
 from scoring.selectors import stage_lists_of, stages_in_order
 

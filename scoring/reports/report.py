@@ -11,7 +11,6 @@ from typing import Any
 
 from judgments.models import QueryStatus, Snapshot
 from judgments.wording import counted
-from scoring.engine.params import ORDER_DESCRIPTIONS
 from scoring.models import Evaluation
 from scoring.reports.formatting import UNJUDGED_POLICIES, _natural
 from scoring.selectors import (
@@ -20,6 +19,7 @@ from scoring.selectors import (
     stage_lists_of,
     stage_marks_abstentions,
 )
+from verity_eval.params import ORDER_DESCRIPTIONS
 
 REPORT_VERSION = 1
 

@@ -12,12 +12,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+import verity_eval as engine
 from jobs.progress import Progress
 from judgments.models import Snapshot
 from judgments.selectors import frozen_judgments, frozen_queries
 from judgments.services import InvariantError
 
-from .. import engine
 from ..models import Evaluation, EvaluationQuery, Run, RunStage, UnitMapping
 from ..selectors import mapping_pairs_of, stage_lists_of
 from ._common import BATCH, User

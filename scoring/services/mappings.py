@@ -8,9 +8,9 @@ from pathlib import Path
 
 from django.db import transaction
 
+import verity_eval as engine
 from judgments.models import Collection
 
-from .. import engine
 from ..models import UnitMapping, UnitMappingEntry
 from ._common import User
 from .errors import RunImportError

@@ -28,7 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import engine
+import verity_eval as engine
+
 from ._common import ReadWhole, file_sha256
 from .errors import RunImportError
 

@@ -26,6 +26,7 @@ from django.core.files.storage import storages
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+import verity_eval as engine
 from jobs.models import Job, JobKind, JobState
 from judgments.models import Collection, Item, Judgment, Query, ReviewTask, Snapshot
 from judgments.services import (
@@ -34,7 +35,6 @@ from judgments.services import (
     record_judgment,
     set_membership,
 )
-from scoring import engine
 from scoring.models import Evaluation, Run, UnitMapping
 from scoring.services import import_run, import_unit_mapping, score_run_stage
 from tests.factories import make_collection, make_item, make_query

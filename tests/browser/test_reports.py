@@ -13,8 +13,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+import verity_eval as engine
 from judgments.models import Role
-from scoring import engine
 from scoring.models import Evaluation
 from scoring.reports import compare_evaluations, fmt_diff, fmt_p
 from scoring.services import import_run, score_run_stage

@@ -25,8 +25,8 @@ import math
 import pytest
 import pytrec_eval
 
-from scoring.engine import EvalParams, evaluate
 from tests.engine.test_differential import KS, PAIRS, SEEDS, TREC_MEASURES, _case
+from verity_eval import EvalParams, evaluate
 
 RANK_MEASURES = {"RR", "AP", "Rprec", "bpref"}
 TOL = 1e-9

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine.cli import _NoPandas, main, run_cli
+from verity_eval.cli import _NoPandas, main, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -178,7 +178,7 @@ def test_statuses_and_mapping_options(tmp_path: Path, files: tuple[str, str]) ->
 @pytest.mark.parametrize(
     "code",
     [
-        "import sys, scoring.engine; assert 'django' not in sys.modules, 'django imported'",
+        "import sys, verity_eval; assert 'django' not in sys.modules, 'django imported'",
         "import sys, runpy; sys.argv = ['scoring', '--help']\n"
         "try:\n    runpy.run_module('scoring', run_name='__main__')\n"
         "except SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
@@ -466,8 +466,9 @@ def test_trec_eval_format_notes_departures_and_refuses_an_undefined_mean(tmp_pat
         and proc.stdout.splitlines()[-1] == "P_2                   \tall\t0.3333"
     )
     assert proc.stderr == (
-        "note: 1 queries have no relevant judgment and are left out (trec_eval averages those "
-        "the run ranks in as 0)\n"
+        "note: 1 queries have no relevant judgment and are left out (trec_eval averages in "
+        "those the run ranks: as 0 for most measures, but its ndcg_cut counts every positive "
+        "grade, below -l too; verity-trec-eval follows trec_eval exactly)\n"
     )
     qrels = tmp_path / "zero.txt"
     qrels.write_text("A 0 a 0\n")

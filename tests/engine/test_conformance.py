@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.engine import EvalParams, evaluate, read_qrels, read_run
 from tests.shared_data import need_shared, shared_dir
+from verity_eval import EvalParams, evaluate, read_qrels, read_run
 
 CONF = shared_dir() / "conformance" / "trec_eval"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from scoring.engine import EvalParams, evaluate, read_qrels, read_run
+from verity_eval import EvalParams, evaluate, read_qrels, read_run
 
 KS = (1, 3, 5, 10)
 PAIRS = [("RR", "recip_rank"), ("AP", "map"), ("Rprec", "Rprec"), ("bpref", "bpref")]

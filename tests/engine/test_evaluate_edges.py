@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine import (
+from verity_eval import (
     EngineInputError,
     EvalParams,
     InvalidParameterError,
@@ -15,7 +15,7 @@ from scoring.engine import (
     evaluate,
     read_run,
 )
-from scoring.engine.evaluate import AGGREGATIONS, natural_key
+from verity_eval.evaluate import AGGREGATIONS, natural_key
 
 
 def test_queries_are_listed_in_natural_order() -> None:

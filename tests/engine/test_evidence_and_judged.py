@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.engine import EvalParams, evaluate, exclusion_reason
+from verity_eval import EvalParams, evaluate, exclusion_reason
 
 QRELS = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}, "q3": {"e": 1, "z": 0}}
 RUN = {"q1": ["x", "a", "b"], "q2": ["c", "y"], "q3": ["z", "e"]}

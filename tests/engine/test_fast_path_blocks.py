@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.engine import EngineInputError, EvalParams, evaluate, read_qrels, tables
-from scoring.engine.readers import common, trec_run
+from verity_eval import EngineInputError, EvalParams, evaluate, read_qrels, tables
+from verity_eval.readers import common, trec_run
 
 
 def _lines(seed: int, *, grouped: bool, duplicates: bool) -> list[str]:
@@ -181,7 +181,7 @@ def test_an_empty_docid_in_an_early_chunk_sends_the_run_to_the_careful_reader(
 def test_reading_a_run_on_the_fast_path_warns_of_nothing(tmp_path: Path) -> None:
     import warnings
 
-    from scoring.engine import read_run
+    from verity_eval import read_run
 
     path = tmp_path / "run.trec"
     path.write_text("\n".join(_lines(6, grouped=True, duplicates=False)) + "\n")

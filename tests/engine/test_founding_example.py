@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from scoring.engine import EngineError, EvalParams, evaluate, score_query
+from verity_eval import EngineError, EvalParams, evaluate, score_query
 
 CASES = {
     "A": (["a", "x", "b", "c"], {"a", "b", "c"}),

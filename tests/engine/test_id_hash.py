@@ -1,6 +1,6 @@
 """The id hash against a plain-Python model of its definition (an independent oracle).
 
-Definition (``scoring/engine/tables.py``): an id's UTF-8 bytes are read as little-endian
+Definition (``scorer/verity_eval/tables.py``): an id's UTF-8 bytes are read as little-endian
 64-bit words, the last one zero-padded; h starts at len(bytes) * GOLD, and for each word
 h ^= word, h += GOLD, h = splitmix64_finaliser(h), all modulo 2^64. A key is the query
 index in the top 24 bits and the hash's top 40 bits below.
@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from scoring.engine import tables
+from verity_eval import tables
 
 MASK = (1 << 64) - 1
 GOLD = 0x9E3779B97F4A7C15

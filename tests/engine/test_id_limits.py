@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine import EngineInputError, read_mapping, read_qrels, read_run, read_statuses
-from scoring.engine.readers import qrels as qrels_reader
-from scoring.engine.readers import runs as run_reader
-from scoring.engine.readers.common import _shown
+from verity_eval import EngineInputError, read_mapping, read_qrels, read_run, read_statuses
+from verity_eval.readers import qrels as qrels_reader
+from verity_eval.readers import runs as run_reader
+from verity_eval.readers.common import _shown
 from verity_limits import ID_MAX, STAGE_MAX
 
 LONG = "u" * (ID_MAX + 1)  # 2,049 bytes

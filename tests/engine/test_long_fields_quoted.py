@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoring import engine
+import verity_eval as engine
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-import scoring.engine as engine
-from scoring.engine import cli, evaluate, readers, tables
+import verity_eval as engine
+from verity_eval import cli, evaluate, readers, tables
 
-evaluate_module = sys.modules["scoring.engine.evaluate"]
+evaluate_module = sys.modules["verity_eval.evaluate"]
 LAZY = {
     "EvalResult": evaluate_module,
     "evaluate": evaluate_module,
@@ -42,14 +42,14 @@ def test_a_lazy_name_is_the_submodules_object_and_is_kept(monkeypatch, name):
 
 def test_the_package_attribute_evaluate_stays_the_function():
     assert engine.evaluate is evaluate  # the function, not the submodule of that name
-    assert callable(engine.evaluate) and engine.evaluate.__module__ == "scoring.engine.evaluate"
+    assert callable(engine.evaluate) and engine.evaluate.__module__ == "verity_eval.evaluate"
 
 
 def test_an_unknown_name_is_an_attribute_error_naming_it():
     with pytest.raises(AttributeError) as missing:
         engine.__getattr__("read_tea_leaves")
 
-    assert str(missing.value) == "module 'scoring.engine' has no attribute 'read_tea_leaves'"
+    assert str(missing.value) == "module 'verity_eval' has no attribute 'read_tea_leaves'"
 
 
 def test_a_closed_pipe_ends_the_command_with_141_and_stdout_on_dev_null(monkeypatch, tmp_path):

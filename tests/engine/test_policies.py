@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from scoring.engine import EvalParams, InvalidParameterError, evaluate
+from verity_eval import EvalParams, InvalidParameterError, evaluate
 
 
 def test_accounting_with_statuses() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine import (
+from verity_eval import (
     EngineInputError,
     InvalidParameterError,
     read_mapping,
@@ -18,7 +18,7 @@ from scoring.engine import (
     read_statuses,
     score_query,
 )
-from scoring.engine.errors import MAX_ERRORS, ErrorCollector
+from verity_eval.errors import MAX_ERRORS, ErrorCollector
 
 STOPPED = f"(stopped after {MAX_ERRORS} errors)"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.engine import (
+from verity_eval import (
     EngineInputError,
     EvalParams,
     InvalidParameterError,
@@ -386,12 +386,45 @@ def test_every_trec_eval_alias_and_case() -> None:
     params = EvalParams(
         ks=(3,),
         measures=("recall_5", "P_10", "ndcg_cut_20", "success_1", "recip_rank", "map",
-                  "Rprec", "bpref", "ap", "ndcg", "judged@2", " AllHit@4 "),
+                  "Rprec", "bpref", "ap", "NDCG", "judged@2", " AllHit@4 "),
     )  # fmt: skip
     assert params.measure_names(with_evidence=False) == (
         "AnyHit@1", "Judged@2", "nDCG@3", "AllHit@4", "R@5", "P@10", "nDCG@20",
         "RR", "AP", "Rprec", "bpref",
     )  # fmt: skip
+    # trec_eval's cutoff families, bare, run over --k like Verity's (P always did).
+    bare = EvalParams(ks=(3, 7), measures=("recall", "ndcg_cut", "success", "P"))
+    assert bare.measure_names(with_evidence=False) == (
+        "R@3", "AnyHit@3", "P@3", "nDCG@3", "R@7", "AnyHit@7", "P@7", "nDCG@7",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("ndcg", "measure 'ndcg' is trec_eval's nDCG over the whole ranking, with no cutoff, "
+         "not one of Verity's measures: for nDCG at a cutoff write nDCG@k (or nDCG over --k; "
+         "trec_eval's ndcg_cut_k); verity-trec-eval -m ndcg computes trec_eval's"),
+        ("map_cut_10", "measure 'map_cut_10' is trec_eval's AP cut at k (divided by all "
+         "relevant documents), not one of Verity's measures: verity-eval does not compute it; "
+         "verity-trec-eval -m map_cut computes trec_eval's"),
+        ("gm_map", "measure 'gm_map' is trec_eval's the geometric mean of AP, not one of "
+         "Verity's measures: verity-eval does not compute it; verity-trec-eval -m gm_map "
+         "computes trec_eval's"),
+        ("iprec_at_recall_0.10", "measure 'iprec_at_recall_0.10' is trec_eval's interpolated "
+         "precision at recall levels, not one of Verity's measures: verity-eval does not "
+         "compute it; verity-trec-eval -m iprec_at_recall computes trec_eval's"),
+        ("num_rel_ret", "measure 'num_rel_ret' is trec_eval's the relevant retrieved count, not "
+         "one of Verity's measures: the counts are printed by --format trec_eval; "
+         "verity-trec-eval -m num_rel_ret computes trec_eval's"),
+    ],
+    ids=["ndcg", "map_cut_10", "gm_map", "iprec", "num_rel_ret"],
+)  # fmt: skip
+def test_trec_eval_names_that_mean_something_else_are_refused_with_a_pointer(name, message):
+    """Before: 'ndcg' silently meant nDCG@k (trec_eval's ndcg_cut), not trec_eval's ndcg."""
+    with pytest.raises(InvalidParameterError) as refused:
+        EvalParams(ks=(5,), measures=(name,))
+    assert str(refused.value) == message
     every = EvalParams(ks=(2,)).measure_names(with_evidence=True)
     assert every == (*(f"{f}@2" for f in KNOWN.split(", ")[:8]), "RR", "AP", "Rprec", "bpref")
     assert "Evidence@2" not in EvalParams(ks=(2,)).measure_names(with_evidence=False)

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from scoring.engine import EngineInputError, read_qrels, read_run
-from scoring.engine.readers import qrels as qrels_reader
-from scoring.engine.readers import runs as run_reader
+from verity_eval import EngineInputError, read_qrels, read_run
+from verity_eval.readers import qrels as qrels_reader
+from verity_eval.readers import runs as run_reader
 
 
 def _file(tmp_path: Path, name: str, data: str | bytes) -> Path:
@@ -287,7 +287,7 @@ def test_numeric_looking_ids_stay_strings_on_the_fast_path(tmp_path: Path, fast_
 
 
 def test_query_ids_are_coded_in_first_seen_order_from_any_column() -> None:
-    from scoring.engine.readers.common import _DICT, _encode_qids
+    from verity_eval.readers.common import _DICT, _encode_qids
 
     plain = pa.chunked_array([pa.array(["b", "a"]), pa.array(["a", "c"])])
     encoded = pa.chunked_array([c.dictionary_encode() for c in plain.chunks])

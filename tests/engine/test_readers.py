@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.engine import (
+from verity_eval import (
     EngineInputError,
     InvalidParameterError,
     read_mapping,

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from scoring.engine import EngineInputError, EvalParams, Qrels, Run, evaluate, read_run, tables
+from verity_eval import EngineInputError, EvalParams, Qrels, Run, evaluate, read_run, tables
 
 
 def _chosen_hashes(monkeypatch: pytest.MonkeyPatch, hashes: dict[str, int]) -> None:

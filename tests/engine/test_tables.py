@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from scoring.engine import EvalParams, Qrels, Run, evaluate
-from scoring.engine.tables import hash_ids, id_keys, later_duplicates, qrels_grades_for_run
+from verity_eval import EvalParams, Qrels, Run, evaluate
+from verity_eval.tables import hash_ids, id_keys, later_duplicates, qrels_grades_for_run
 
 IDS = ["", "a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "x" * 40, "x" * 41, "é€", "D123"]
 

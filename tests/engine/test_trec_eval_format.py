@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.engine import EvalParams, evaluate
-from scoring.engine.trec_eval_format import departures, format_trec_eval, trec_eval_name
+from verity_eval import EvalParams, evaluate
+from verity_eval.trec_eval_format import departures, format_trec_eval, trec_eval_name
 
 
 def _line(name: str, qid: str, value: str) -> str:
@@ -60,7 +60,9 @@ def test_an_undefined_result_is_refused_and_departures_are_noted() -> None:
     result = evaluate({"q": {"a": 1}, "e": {"b": 1}, "n": {"c": 0}, "m": {"d": 0}}, {"q": ["a"]})
     assert departures(result) == [
         "1 scorable queries have no ranking in the run and are averaged in as 0, as with "
-        "trec_eval -c (plain trec_eval leaves them out)",
-        "2 queries have no relevant judgment and are left out (trec_eval averages those the "
-        "run ranks in as 0)",
+        "trec_eval -c (trec_eval 10 without -c stops with an error at the first of them; "
+        "verity-trec-eval follows trec_eval exactly)",
+        "2 queries have no relevant judgment and are left out (trec_eval averages in those "
+        "the run ranks: as 0 for most measures, but its ndcg_cut counts every positive grade, "
+        "below -l too; verity-trec-eval follows trec_eval exactly)",
     ]

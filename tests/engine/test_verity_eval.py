@@ -1,12 +1,14 @@
-"""``verity-eval``: ``pip install .`` gives a command that works from any directory, and
-``--format trec_eval`` prints what trec_eval prints.
+"""``verity-eval``: ``pip install ./scorer`` gives the commands ``verity-eval`` and
+``verity-trec-eval``, working from any directory, with numpy and pyarrow as the only
+dependencies; ``--format trec_eval`` prints what trec_eval prints.
 
-The project is installed (not in editable mode) into a fresh virtual environment made for
-this test, which borrows the dependencies of the running one, and the command is run from
-``/tmp``, where no ``scoring`` package is in sight. Two oracles: trec_eval 10's own
-expected outputs (../shared/conformance: every line of a shared measure must appear
-byte for byte, in the same order), and trec_eval's C code through ``pytrec_eval`` on the
-same files (every value, per query and averaged, to trec_eval's four decimals).
+The scorer's distribution (``scorer/``) is installed (not in editable mode) into a fresh
+virtual environment made for this test, which borrows the dependencies of the running one,
+and the commands are run from ``/tmp``, where no ``verity_eval`` package is in sight.
+Two oracles: trec_eval 10's own expected outputs (../shared/conformance: every line of a
+shared measure must appear byte for byte, in the same order), and trec_eval's C code
+through ``pytrec_eval`` on the same files (every value, per query and averaged, to
+trec_eval's four decimals).
 
 While mutating (``VERITY_MUTATING=1``, set by scripts/mutate.sh) the same checks call
 ``run_cli`` in this process instead: an installed copy would not see the mutant, and a
@@ -29,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from scoring.engine.cli import run_cli
 from tests.shared_data import need_shared, shared_dir
+from verity_eval.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 KS = "1,5,10,15,20,30,100,200,500,1000"
@@ -45,13 +47,11 @@ def verity_eval(tmp_path_factory) -> Path | None:
         return None
     base = tmp_path_factory.mktemp("verity-eval")
     source = base / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md", "verity_limits.py"):
-        shutil.copy(ROOT / name, source / name)
-    for package in ("config", "judgments", "scoring"):
-        shutil.copytree(
-            ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
+    shutil.copytree(
+        ROOT / "scorer",
+        source,
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"),
+    )
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
@@ -230,3 +230,35 @@ def test_other_formats_keep_veritys_names_and_bounds_is_refused(verity_eval, con
         "P_10                  \tall\t0.3000",
     ]  # as out.test
     assert "--format" in run_from_tmp(verity_eval, "--help").stdout
+
+
+def test_the_scorer_installs_alone_with_numpy_and_pyarrow(verity_eval, tmp_path) -> None:
+    """``pip install ./scorer``: both commands, run from /tmp, and nothing but numpy and
+    pyarrow asked of the registry; two top-level names, neither of them generic."""
+    if verity_eval is None:
+        pytest.skip("mutating: no installed copy")
+    python = verity_eval.parent / "python"
+    metadata = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; d = m.distribution('verity-eval'); "
+         "print(sorted(r.split('>')[0].split(';')[0].strip() for r in d.requires)); "
+         "print(d.read_text('top_level.txt').split())"],
+        capture_output=True, text=True, check=True, cwd="/tmp",
+    ).stdout.splitlines()  # fmt: skip
+    assert metadata == ["['numpy', 'pyarrow']", "['verity_eval', 'verity_limits']"]
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\n")
+    run.write_text("q1 Q0 b 1 2 r\nq1 Q0 a 2 1 r\n")
+    trec = subprocess.run(
+        [verity_eval.parent / "verity-trec-eval", "-m", "map", "-m", "P.1", str(qrels), str(run)],
+        cwd="/tmp", capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert trec.returncode == 0, trec.stderr
+    assert (
+        trec.stdout == "map                   \tall\t0.5000\nP_1                   \tall\t0.0000\n"
+    )
+    imported = subprocess.run(
+        [python, "-c", "import sys, verity_eval.trec_eval.cli, verity_eval.cli; "
+         "print('django' in sys.modules, verity_eval.__file__.startswith('/tmp'))"],
+        cwd="/tmp", capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert imported == ["False", "True"]  # no Django; the installed copy, not the checkout

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+import verity_eval as engine
 from judgments.models import Collection
 from judgments.services import freeze_snapshot, queue_unjudged, set_membership
 from judgments.templatetags.links import http_url
-from scoring import engine
 from scoring.reports import build_report, report_csv, to_csv
 from scoring.reports.csv import neutralise_cell
 from scoring.services import import_run, score_run_stage

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import verity_eval as engine
 from judgments.formats import (
     parse_bundle,
     parse_docs,
@@ -17,7 +18,6 @@ from judgments.formats import (
     parse_qrels,
     parse_queries,
 )
-from scoring import engine
 from tests.hardening.strategies import NASTY_LINES, PROPERTY, files
 
 ENGINE_READERS = {

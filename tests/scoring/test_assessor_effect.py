@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+import verity_eval as engine
 from judgments.services import (
     freeze_snapshot,
     record_assessment,
     set_query_status,
     update_collection_settings,
 )
-from scoring import engine
 from scoring.reports import compare_evaluations
 from scoring.services import import_run, score_run_stage
 from tests.factories import make_collection, make_item, make_query, make_user

@@ -22,9 +22,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import verity_eval as engine
 from judgments.models import Item, Query
 from judgments.services import freeze_snapshot, record_judgment
-from scoring import comparison, engine
+from scoring import comparison
 from scoring.models import Evaluation, Run
 from scoring.reports import ComparisonRefused, compare_evaluations, comparison_refusals
 from scoring.services import import_run, score_run_stage

@@ -16,9 +16,9 @@ import re
 
 import pytest
 
+import verity_eval as engine
 from judgments.models import Query, Role
 from judgments.services import freeze_snapshot, set_evidence_condition
-from scoring import engine
 from scoring.reports import build_report, report_csv
 from scoring.services import import_run, score_run_stage
 from tests.scoring.report_helpers import RECALL_EXAMPLE, member

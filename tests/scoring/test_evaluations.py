@@ -13,6 +13,7 @@ import pytest
 import pytrec_eval
 from django.db import IntegrityError, connection, transaction
 
+import verity_eval as engine
 from judgments.models import Item, Query
 from judgments.selectors import diff_snapshots
 from judgments.services import (
@@ -21,7 +22,6 @@ from judgments.services import (
     record_judgment,
     set_query_status,
 )
-from scoring import engine
 from scoring.models import Evaluation, EvaluationQuery, RankedList, Run, RunStage
 from scoring.services import (
     import_run,

@@ -11,8 +11,8 @@ import importlib
 
 import pytest
 
+import verity_eval as engine
 from judgments.models import ReviewTask, TaskStatus
-from scoring import engine
 from scoring.models import Evaluation, EvaluationQuery, RankedList, Run, RunStage
 from scoring.services import import_run, score_run_stage
 from tests.failures import assert_all_or_nothing

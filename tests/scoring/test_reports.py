@@ -14,8 +14,8 @@ from html import unescape
 import pytest
 import pytrec_eval
 
+import verity_eval as engine
 from judgments.models import Collection, Role
-from scoring import engine
 from scoring.models import Evaluation, Run
 from scoring.reports import build_report, diagnose, outcome_kinds, report_csv
 from scoring.services import import_run, score_run_stage

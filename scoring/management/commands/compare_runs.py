@@ -18,11 +18,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+import verity_eval as engine
 from judgments.models import Collection, Snapshot
 from judgments.selectors import collection_by_slug, snapshot_of
 from judgments.services import VerityError
-from scoring import comparison, engine
-from scoring.engine.params import parse_ks
+from scoring import comparison
 from scoring.models import Evaluation, Run, RunStage, UnitMapping
 from scoring.reports import (
     ComparisonRefused,
@@ -40,6 +40,7 @@ from scoring.selectors import (
     stage_of,
 )
 from scoring.services import score_run_stage
+from verity_eval.params import parse_ks
 
 
 class Command(BaseCommand):

@@ -15,12 +15,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+import verity_eval as engine
 from jobs.progress import command_progress
 from judgments.models import Collection, Snapshot
 from judgments.selectors import collection_by_slug, snapshot_of
 from judgments.services import VerityError
-from scoring import engine
-from scoring.engine.params import parse_ks
 from scoring.models import Run, RunStage, UnitMapping
 from scoring.reports import build_report, report_csv
 from scoring.selectors import (
@@ -31,6 +30,7 @@ from scoring.selectors import (
     stage_of,
 )
 from scoring.services import score_run_stage
+from verity_eval.params import parse_ks
 
 
 def _value(v: Any) -> str:

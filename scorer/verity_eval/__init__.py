@@ -2,7 +2,7 @@
 
 Stable API (the Django side and ``python -m scoring`` use only this)::
 
-    from scoring.engine import evaluate, EvalParams, read_qrels, read_run, EngineInputError
+    from verity_eval import evaluate, EvalParams, read_qrels, read_run, EngineInputError
 
     params = EvalParams(ks=(5, 10), measures=None, rel_level=1, unjudged="nonrel",
                         dedup="error", order="score", stage=None)
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from .tables import Qrels, Run
 
 # numpy and pyarrow cost ~0.3 s of imports: the names that need them are imported on
-# first use (PEP 562), so that Django processes importing ``scoring.engine`` for its
+# first use (PEP 562), so that Django processes importing ``verity_eval`` for its
 # parameters (forms, serializers, every management command) start without them.
 _LAZY = {
     "EvalResult": "evaluate",
@@ -102,7 +102,7 @@ def __getattr__(name: str) -> object:
 
 class _Engine(ModuleType):
     """Importing the submodule ``evaluate`` binds it on the package, over the function of
-    the same name; keep ``scoring.engine.evaluate`` the function, as the eager imports
+    the same name; keep ``verity_eval.evaluate`` the function, as the eager imports
     used to (whichever of the two is imported first)."""
 
     def __setattr__(self, name: str, value: object) -> None:

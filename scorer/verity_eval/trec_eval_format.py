@@ -14,7 +14,7 @@ AllHit, Judged, Evidence, pooled recall) have no trec_eval name and are left out
 the other formats keep them under their own names.
 
 The numbers are Verity's, which agree with trec_eval's wherever the query set does (see
-``scoring.engine``: queries without a relevant judgment are excluded, and scorable queries
+``verity_eval``: queries without a relevant judgment are excluded, and scorable queries
 missing from the run score 0 as under ``trec_eval -c``). ``departures`` says when that
 makes the averaged query set differ from plain ``trec_eval``'s, for a note on stderr.
 """
@@ -117,12 +117,15 @@ def departures(result: EvalResult) -> list[str]:
     if c["empty_ranking"]:
         notes.append(
             f"{c['empty_ranking']} scorable queries have no ranking in the run and are "
-            "averaged in as 0, as with trec_eval -c (plain trec_eval leaves them out)"
+            "averaged in as 0, as with trec_eval -c (trec_eval 10 without -c stops with an "
+            "error at the first of them; verity-trec-eval follows trec_eval exactly)"
         )
     no_rel = c["excluded"].get("no_relevant_judgments", 0)
     if no_rel:
         notes.append(
             f"{no_rel} queries have no relevant judgment and are left out (trec_eval "
-            "averages those the run ranks in as 0)"
+            "averages in those the run ranks: as 0 for most measures, but its ndcg_cut "
+            "counts every positive grade, below -l too; verity-trec-eval follows trec_eval "
+            "exactly)"
         )
     return notes

@@ -1,5 +1,5 @@
 """``verity-eval QRELS RUN ...`` (or ``python -m scoring``): the standalone scorer, with no
-Django and no database. ``pip install .`` provides the ``verity-eval`` command."""
+Django and no database. ``pip install ./scorer`` provides the ``verity-eval`` command."""
 
 from __future__ import annotations
 
@@ -245,7 +245,7 @@ def _with_whole_ranking_recall(params: EvalParams, run: Run) -> tuple[int, EvalP
 class _NoPandas(MetaPathFinder):
     """pyarrow probes for pandas on its first compute call; the scorer never uses pandas,
     and importing it (when installed) adds ~0.4 s to every run. Only the command line
-    makes it look absent: code importing scoring.engine as a library is left alone."""
+    makes it look absent: code importing verity_eval as a library is left alone."""
 
     def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
         if name == "pandas" or name.startswith("pandas."):

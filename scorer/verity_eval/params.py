@@ -57,6 +57,43 @@ _RANK_ALIASES: dict[str, str] = {
     "Rprec": "Rprec",
     "bpref": "bpref",
 }
+#: trec_eval measures verity-eval does not compute: refused by their trec_eval names (with
+#: or without a ``_k`` suffix), never read as one of Verity's measures ("ndcg" is not
+#: nDCG@k). ``verity-trec-eval`` computes every one of them.
+TREC_EVAL_ONLY: dict[str, str] = {
+    "ndcg": "nDCG over the whole ranking, with no cutoff",
+    "ndcg_rel": "nDCG averaged over the relevant documents",
+    "Rndcg": "nDCG averaged at the R levels",
+    "dcg": "DCG over the whole ranking",
+    "ideal_dcg": "the ideal DCG",
+    "G": "normalized gain",
+    "binG": "binary gain",
+    "gm_map": "the geometric mean of AP",
+    "gm_bpref": "the geometric mean of bpref",
+    "map_cut": "AP cut at k (divided by all relevant documents)",
+    "infAP": "inferred AP",
+    "iprec_at_recall": "interpolated precision at recall levels",
+    "11pt_avg": "11-point interpolated precision",
+    "Rprec_mult": "precision at multiples of R",
+    "relative_P": "precision relative to the best possible at k",
+    "utility": "set utility",
+    "relstring": "the relevance string of the top documents",
+    "set_P": "precision of the whole retrieved set",
+    "set_recall": "recall of the whole retrieved set",
+    "set_relative_P": "relative precision of the whole retrieved set",
+    "set_map": "set precision times set recall",
+    "set_F": "the F measure of the whole retrieved set",
+    "num_nonrel_judged_ret": "the count of judged non-relevant documents retrieved",
+    "rbp": "rank-biased precision",
+    "rbp_resid": "rank-biased precision's residual",
+    "unj": "the fraction unjudged at k",
+    "runid": "the run's name",
+    "num_q": "the query count",
+    "num_ret": "the retrieved count",
+    "num_rel": "the relevant count",
+    "num_rel_ret": "the relevant retrieved count",
+}
+
 _FAMILY_BY_LOWER = {f.lower(): f for f in CUTOFF_FAMILIES}
 _RANK_BY_LOWER = {m.lower(): m for m in RANK_MEASURES}
 
@@ -113,7 +150,31 @@ def resolve_measures(
     return tuple(sorted(wanted, key=_measure_sort_key))
 
 
+def _trec_eval_only(name: str) -> InvalidParameterError | None:
+    base = name if name in TREC_EVAL_ONLY else re.sub(r"_[0-9.]+$", "", name)
+    if base not in TREC_EVAL_ONLY:
+        return None
+    hint = (
+        "for nDCG at a cutoff write nDCG@k (or nDCG over --k; trec_eval's ndcg_cut_k)"
+        if base == "ndcg"
+        else "the counts are printed by --format trec_eval"
+        if base.startswith("num_")
+        else "verity-eval does not compute it"
+    )
+    return InvalidParameterError(
+        f"measure {name!r} is trec_eval's {TREC_EVAL_ONLY[base]}, not one of Verity's "
+        f"measures: {hint}; verity-trec-eval -m {base} computes trec_eval's"
+    )
+
+
 def _resolve_one(name: str, ks: tuple[int, ...]) -> list[str]:
+    # trec_eval's own spellings first: "ndcg" must not read as Verity's nDCG@k.
+    refusal = _trec_eval_only(name)
+    if refusal is not None:
+        raise refusal
+    if name in _TREC_ALIASES:
+        # trec_eval's cutoff families, bare: over --k, as Verity's own family names.
+        return [f"{_TREC_ALIASES[name]}@{k}" for k in ks]
     low = name.lower()
     if "@" in name:
         fam_text, _, cut = name.partition("@")

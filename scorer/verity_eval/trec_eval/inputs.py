@@ -1,0 +1,251 @@
+"""trec_eval 10's two input files, read the way its C readers read them (get_qrels.c,
+get_trec_results.c), so that the same bytes give the same query set, or the same refusal.
+
+Text is kept as latin-1 ``str``: one character per byte, so ids of any encoding go out as
+they came in, and Python's string order is C's ``strcmp`` order.
+
+qrels: ``qid iter docno rel``, exactly four fields; a line starting with ``#`` at its first
+byte is a comment, but only one in a row (trec_eval parses the line after a comment without
+looking at its first byte again, so a second comment line is data or malformed). Blank
+lines are malformed. ``rel`` is read with C's ``atol`` (``1.5`` is 1, ``x`` is 0).
+
+run: ``qid iter docno rank sim runid [anything]``; blank lines and lines whose first
+non-blank byte is ``#`` are skipped; ``sim`` is read with ``atof``; the rank field is
+ignored; the run id printed is the last line's.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+__all__ = ["InputError", "QrelsFile", "RunFile", "read_qrels", "read_run"]
+
+_ATOL = re.compile(rb"[ \t\n\v\f\r]*([+-]?\d+)")
+_ATOF = re.compile(
+    rb"[ \t\n\v\f\r]*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))",
+    re.IGNORECASE,
+)
+
+
+class InputError(Exception):
+    """A file trec_eval refuses: ``lines`` are its stderr lines, in its words."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def atol(field: bytes) -> int:
+    match = _ATOL.match(field)
+    return int(match.group(1)) if match else 0
+
+
+def atof(field: bytes) -> float:
+    try:
+        return float(field)
+    except ValueError:
+        match = _ATOF.match(field)
+        return float(match.group(1)) if match else 0.0
+
+
+@dataclass(frozen=True)
+class QrelsFile:
+    qid: pa.Array  # binary
+    docno: pa.Array  # binary
+    rel: np.ndarray  # int64
+
+
+@dataclass(frozen=True)
+class RunFile:
+    qid: pa.Array  # binary, or dictionary of binary
+    docno: pa.Array  # binary
+    sim: np.ndarray  # float64
+    runid: str
+
+
+def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bool):
+    """The file read by pyarrow when it is regular: one tab or one space between fields,
+    none before the first or after the last, no comment line. Anything else (and
+    anything pyarrow cannot parse, such as ``1.5x`` as a score) returns None, and the
+    line-by-line reader, which follows trec_eval's own parser, reads it instead."""
+    if data[:1] == b"#" or data.find(b"\n#") != -1 or data[:1].isspace():
+        return None
+    if data[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
+        return None
+    if not empty_lines_ok and data.find(b"\n\n") != -1:
+        return None
+    first = data[: data.find(b"\n")]
+    delimiter = "\t" if b"\t" in first and b" " not in first else " "
+    try:
+        table = pa_csv.read_csv(
+            pa.BufferReader(pa.py_buffer(data)),
+            read_options=pa_csv.ReadOptions(
+                column_names=names, block_size=1 << 24, use_threads=False
+            ),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                ignore_empty_lines=empty_lines_ok,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=types,
+                include_columns=list(types),
+                strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        return None
+    if any(table.column(n).null_count for n in types):
+        return None
+    return table
+
+
+_SPACE = b" \t\n\v\f\r"
+
+
+def read_qrels(path: str) -> QrelsFile:
+    data = _mapped(path)
+    if not data:
+        raise InputError(
+            [
+                f"trec_eval.get_qrels: Cannot read qrels file '{path}'",
+                f"trec_eval: Quit in file '{path}'",
+            ]
+        )
+    if data[-1:] != b"\n":
+        data = bytes(data) + b"\n"
+    table = _fast_columns(
+        data,
+        ["qid", "iter", "docno", "rel"],
+        {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()},
+        empty_lines_ok=False,
+    )
+    if table is not None:
+        rel_text = table.column("rel").combine_chunks()
+        try:
+            rel = rel_text.cast(pa.string()).cast(pa.int64()).to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            rel = np.fromiter((atol(r) for r in rel_text.to_pylist()), np.int64, len(rel_text))
+        return QrelsFile(
+            table.column("qid").combine_chunks(), table.column("docno").combine_chunks(), rel
+        )
+    qids: list[bytes] = []
+    docnos: list[bytes] = []
+    rels: list[bytes] = []
+    lines = bytes(data).split(b"\n")
+    lines.pop()  # after the final newline
+    after_comment = False
+    for line in lines:
+        if not after_comment and line.startswith(b"#"):
+            after_comment = True
+            continue
+        after_comment = False
+        fields = line.split()
+        # parse_qrels_line: four fields, the first may be preceded by blanks; a fifth
+        # field is malformed, trailing blanks are not.
+        if len(fields) != 4:
+            raise InputError(
+                [
+                    f"trec_eval.get_qrels: Malformed line {len(qids) + 1}",
+                    f"trec_eval: Quit in file '{path}'",
+                ]
+            )
+        qids.append(fields[0])
+        docnos.append(fields[2])
+        rels.append(fields[3])
+    rel = np.fromiter((atol(r) for r in rels), dtype=np.int64, count=len(rels))
+    return QrelsFile(pa.array(qids, pa.binary()), pa.array(docnos, pa.binary()), rel)
+
+
+def _read_run_bytes(path: str):
+    if path.startswith("-"):
+        # trec_eval reads standard input for any name starting with '-'.
+        return sys.stdin.buffer.read()
+    return _mapped(path)
+
+
+def _last_line(data) -> bytes:
+    end = len(data)
+    while end and data[end - 1 : end].isspace():
+        end -= 1
+    return data[data.rfind(b"\n", 0, end) + 1 : end]
+
+
+def _mapped(path: str):
+    """The file's bytes, memory-mapped (no copy held by Python); b"" when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return b""
+
+
+def read_run(path: str) -> RunFile:
+    data = _read_run_bytes(path)
+    if not data:
+        raise InputError(
+            [
+                f"trec_eval.get_results: Cannot read results file '{path}'",
+                f"trec_eval: Quit in file '{path}'",
+            ]
+        )
+    table = _fast_columns(
+        data,
+        ["qid", "iter", "docno", "rank", "sim", "runid"],
+        # Query ids repeat: dictionary-encoded as they are read.
+        {"qid": pa.dictionary(pa.int32(), pa.binary()), "docno": pa.binary(), "sim": pa.float64()},
+        empty_lines_ok=True,
+    )
+    if table is not None and table.num_rows:
+        # The run id printed is the last line's (every line has six fields here).
+        last = _last_line(data)
+        runid = last.split()[5]
+        return RunFile(
+            table.column("qid").unify_dictionaries().combine_chunks(),
+            table.column("docno").combine_chunks(),
+            table.column("sim").to_numpy(),
+            runid.decode("latin-1"),
+        )
+    qids: list[bytes] = []
+    docnos: list[bytes] = []
+    sims: list[bytes] = []
+    runid = b""
+    for line in bytes(data).split(b"\n"):
+        stripped = line.lstrip(_SPACE)
+        if not stripped or stripped.startswith(b"#"):
+            continue
+        fields = stripped.split()
+        if len(fields) < 6:
+            raise InputError(
+                [
+                    f"trec_eval.get_results: Malformed line {len(qids) + 1}",
+                    f"trec_eval: Quit in file '{path}'",
+                ]
+            )
+        qids.append(fields[0])
+        docnos.append(fields[2])
+        sims.append(fields[4])
+        runid = fields[5]
+    return RunFile(
+        pa.array(qids, pa.binary()),
+        pa.array(docnos, pa.binary()),
+        _sims(sims),
+        runid.decode("latin-1"),
+    )
+
+
+def _sims(fields: list[bytes]) -> np.ndarray:
+    try:
+        return np.array(fields, dtype=np.float64)
+    except ValueError:
+        return np.fromiter((atof(f) for f in fields), dtype=np.float64, count=len(fields))
