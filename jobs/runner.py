@@ -25,6 +25,7 @@ from .services import (
     fail_job,
     fail_stale_jobs,
     finish_job,
+    requeue_job,
     start_job,
 )
 
@@ -35,10 +36,6 @@ Body = Callable[[Job, JobProgress], "dict[str, Any] | None"]
 UNEXPECTED = (
     "The job stopped on an unexpected error ({error}). Nothing of it was stored. The "
     "worker's log has the details; retry it, and report the error if it happens again."
-)
-INTERRUPTED = (
-    "The worker was stopped while running this job ({error}). Nothing of it was stored. "
-    "Start it again with Retry."
 )
 
 
@@ -85,8 +82,11 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
         # A bug or a passing fault (the database went away): the input is kept for Retry.
         fail_job(job, UNEXPECTED.format(error=f"{type(exc).__name__}: {exc}"))
         raise
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt: the worker is stopping
-        fail_job(job, INTERRUPTED.format(error=type(exc).__name__))
+    except BaseException:  # SystemExit, KeyboardInterrupt: the worker was made to stop now
+        # Nothing is wrong with the job, and its transaction was rolled back: it goes
+        # back on the queue for the next worker instead of failing.
+        log.warning("worker stopped during job %s; it is queued again", job.pk)
+        requeue_job(job)
         raise
     finally:
         stop.set()

@@ -155,6 +155,22 @@ def fail_job(
     return bool(updated)
 
 
+def requeue_job(job: Job) -> bool:
+    """Put a running job back on the queue, to run again from the start: its worker was
+    told to stop before the job ended (a second SIGTERM, Ctrl-C). Its transaction was
+    rolled back, so nothing of it is stored; it is not failed, since nothing is wrong
+    with it. False when it is not running any more."""
+    updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+        state=JobState.QUEUED, started_at=None, worker="", task_id="", phase="", done=0, total=None
+    )
+    if not updated:
+        return False
+    forget_progress(job.key)
+    job.state, job.task_id = JobState.QUEUED, ""
+    _enqueue(job, import_string(job.task_path))
+    return True
+
+
 def stale_after() -> timedelta:
     return timedelta(seconds=float(settings.VERITY_JOB_STALE_SECONDS))
 
