@@ -74,6 +74,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every response (django-csp; the policy is below).
     "csp.middleware.CSPMiddleware",
+    # A job its queue refused (Redis down): 503 with the reason, JSON under /api/.
+    "jobs.middleware.QueueUnavailableMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]

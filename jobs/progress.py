@@ -16,6 +16,7 @@ know who watches.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -24,6 +25,8 @@ from typing import Any
 
 from django.core.cache import caches
 from django.utils import timezone
+
+log = logging.getLogger(__name__)
 
 #: At most one progress write per this many seconds (a phase change always writes).
 WRITE_EVERY = 0.25
@@ -107,12 +110,21 @@ def progress_key(job_key: Any) -> str:
 
 
 def read_progress(job_key: Any) -> dict[str, Any] | None:
-    """The last progress a running job reported: phase, done, total, at (epoch seconds)."""
-    return _cache().get(progress_key(job_key))
+    """The last progress a running job reported: phase, done, total, at (epoch seconds);
+    ``None`` also when the cache (Redis, with the RQ backend) cannot be reached, so that a
+    job's page, and failing a job because its queue is down, still work."""
+    try:
+        return _cache().get(progress_key(job_key))
+    except Exception:
+        log.warning("could not read job progress from the jobs cache", exc_info=True)
+        return None
 
 
 def forget_progress(job_key: Any) -> None:
-    _cache().delete(progress_key(job_key))
+    try:
+        _cache().delete(progress_key(job_key))
+    except Exception:  # an entry left behind expires (ENTRY_TTL)
+        log.warning("could not delete job progress from the jobs cache", exc_info=True)
 
 
 class JobProgress(Progress):

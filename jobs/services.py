@@ -45,6 +45,24 @@ class JobStateError(Exception):
     """The job is not in the state the change needs (e.g. retrying a running job)."""
 
 
+class QueueUnavailable(Exception):
+    """The job queue (Redis, or the database's task table) refused a job. The job is
+    recorded as failed with this message, its input kept, so Retry starts it once the
+    queue is back; the API answers 503 and a page says so (``jobs.middleware``)."""
+
+    def __init__(self, message: str, job: Job) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+UNQUEUED_MESSAGE = (
+    "The job could not be queued: the job queue ({backend}) did not answer "
+    "({error}). Nothing was started and nothing is lost: its input is kept. Start it "
+    "again with Retry on this page (or POST /api/jobs/{pk}/retry/) once the queue is "
+    "back; /healthz says when it is."
+)
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -84,16 +102,27 @@ def create_job(
     return job
 
 
-def _enqueue(job: Job, task: Any) -> None:
+def uses_rq() -> bool:
+    """The jobs go to RQ on Redis (``VERITY_JOBS_BACKEND=rq``), not the database."""
+    return "RQBackend" in str(settings.TASKS.get("default", {}).get("BACKEND", ""))
+
+
+def _enqueue(job: Job, task: Any, *, raise_unavailable: bool = True) -> None:
+    """Put the job's task on the queue. When the queue cannot take it, the job is failed
+    (retryable: its input stays) and ``QueueUnavailable`` raised, so that the request
+    that started it answers 503 instead of leaving it queued forever."""
     try:
         result = task.enqueue(job.pk)
     except Exception as exc:  # the queue is down or misconfigured: say so on the job
         log.exception("could not enqueue job %s", job.pk)
-        fail_job(
-            job,
-            f"The job could not be queued ({type(exc).__name__}: {exc}). Check that "
-            "the queue (database or Redis) is reachable, then retry.",
+        message = UNQUEUED_MESSAGE.format(
+            backend="Redis" if uses_rq() else "database",
+            error=f"{type(exc).__name__}: {exc}",
+            pk=job.pk,
         )
+        fail_job(job, message)
+        if raise_unavailable:
+            raise QueueUnavailable(message, job) from exc
         return
     Job.objects.filter(pk=job.pk, task_id="").update(task_id=str(result.id)[:64])
     job.task_id = str(result.id)[:64]
@@ -167,7 +196,7 @@ def requeue_job(job: Job) -> bool:
         return False
     forget_progress(job.key)
     job.state, job.task_id = JobState.QUEUED, ""
-    _enqueue(job, import_string(job.task_path))
+    _enqueue(job, import_string(job.task_path), raise_unavailable=False)
     return True
 
 
