@@ -213,23 +213,67 @@ def last_sign_of_life(job: Job) -> datetime | None:
     return job.started_at
 
 
+def backend_says_dead(job: Job) -> bool:
+    """The task queue knows the process running this job died: its task failed while the
+    job still reads running (``run_job`` records every failure it lives to see). RQ says
+    so within seconds when a job's work horse is killed (the worker moves the job to its
+    failed registry); django-tasks-db never does (its row stays RUNNING), so there only
+    the heartbeat tells."""
+    if job.state != JobState.RUNNING or not job.task_id or not uses_rq():
+        return False
+    try:
+        from django_tasks import task_backends
+        from django_tasks.base import TaskResultStatus
+
+        status = task_backends["default"].get_result(job.task_id).status
+    except Exception:  # no such task, or Redis unreachable: no word from the backend
+        return False
+    return bool(status == TaskResultStatus.FAILED)
+
+
 def is_stale(job: Job, now: datetime | None = None) -> bool:
-    """A running job whose worker has been silent for longer than the stale limit."""
+    """A running job whose worker died: the task queue says so (RQ), or its heartbeat has
+    been silent for longer than the stale limit."""
     if job.state != JobState.RUNNING:
         return False
     seen = last_sign_of_life(job)
-    return seen is not None and (now or timezone.now()) - seen > stale_after()
+    if seen is not None and (now or timezone.now()) - seen > stale_after():
+        return True
+    return backend_says_dead(job)
 
 
 def fail_stale_jobs(now: datetime | None = None) -> list[Job]:
-    """Fail every running job whose worker stopped answering; return them. Run by each
-    worker when it starts and before each job, and by ``manage.py jobs --fail-stale``."""
+    """Fail every running job whose worker died; return them. Run by each worker when it
+    starts and before each job, and by ``manage.py jobs --fail-stale``. Their task rows
+    in django-tasks-db, left RUNNING by the dead worker, are marked failed too."""
     now = now or timezone.now()
+    running = Job.objects.filter(state=JobState.RUNNING)
+    if not uses_rq():  # only the heartbeat tells: a job younger than the limit is alive
+        running = running.filter(started_at__lt=now - stale_after())
     failed = []
-    for job in Job.objects.filter(state=JobState.RUNNING, started_at__lt=now - stale_after()):
+    for job in running:
         if is_stale(job, now) and fail_job(job, stale_message(job), expect=[JobState.RUNNING]):
             failed.append(job)
+    abandon_task_rows([job.task_id for job in failed])
     return failed
+
+
+def abandon_task_rows(task_ids: Sequence[str]) -> int:
+    """Mark django-tasks-db's rows of these tasks failed where a dead worker left them
+    RUNNING (nothing will ever end them); return how many. RQ cleans its own registries."""
+    ids = [t for t in task_ids if t]
+    if not ids or uses_rq():
+        return 0
+    from django_tasks.base import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    return DBTaskResult.objects.filter(id__in=ids, status=TaskResultStatus.RUNNING).update(
+        status=TaskResultStatus.FAILED,
+        finished_at=timezone.now(),
+        exception_class_path="jobs.services.WorkerDied",
+        traceback="The worker running this task stopped answering (killed, or its machine "
+        "went down); Verity's sweep (jobs.services.fail_stale_jobs) marked it failed.",
+    )
 
 
 def stale_message(job: Job) -> str:
@@ -248,7 +292,8 @@ def retry_job(job: Job, *, by: Any = None) -> Job:
     parameters and the same input file. Refused for a job that is queued, running
     normally or done, or whose input is gone."""
     if is_stale(job):
-        fail_job(job, stale_message(job), expect=[JobState.RUNNING])
+        if fail_job(job, stale_message(job), expect=[JobState.RUNNING]):
+            abandon_task_rows([job.task_id])
         job.refresh_from_db()
     if job.state != JobState.FAILED:
         raise JobStateError(f"job {job.pk} is {job.state}; only a failed job can be started again")
