@@ -120,9 +120,39 @@ def read_progress(job_key: Any) -> dict[str, Any] | None:
         return None
 
 
+def cancel_key(job_key: Any) -> str:
+    return f"verity:job:{job_key}:cancel"
+
+
+def request_cancel(job_key: Any, *, by: int | None, via: str) -> None:
+    """Ask the worker running the job to stop it: it reads this at its next progress
+    report (or heartbeat) and when it would finish. In the cache, not the database: on
+    SQLite the job's own transaction holds the one write lock until it ends."""
+    _cache().set(cancel_key(job_key), {"by": by, "via": via}, ENTRY_TTL)
+
+
+def read_cancel(job_key: Any) -> dict[str, Any] | None:
+    """Who asked for the running job to be cancelled (``by``: a user id or None, ``via``),
+    or None when nobody did."""
+    try:
+        return _cache().get(cancel_key(job_key))
+    except Exception:
+        log.warning("could not read a job's cancel request from the jobs cache", exc_info=True)
+        return None
+
+
+class JobCancelled(Exception):
+    """Raised in a running job's body when someone cancelled it: its transaction rolls
+    back, and ``jobs.runner`` records who cancelled it."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__("the job was cancelled")
+        self.request = request
+
+
 def forget_progress(job_key: Any) -> None:
     try:
-        _cache().delete(progress_key(job_key))
+        _cache().delete_many([progress_key(job_key), cancel_key(job_key)])
     except Exception:  # an entry left behind expires (ENTRY_TTL)
         log.warning("could not delete job progress from the jobs cache", exc_info=True)
 
@@ -134,16 +164,26 @@ class JobProgress(Progress):
 
     def __init__(self, job_key: Any) -> None:
         super().__init__()
+        self.job_key = job_key
         self.key = progress_key(job_key)
         self._lock = threading.Lock()
         self._written = 0.0
+        self.cancelled: dict[str, Any] | None = None
 
     def _changed(self, *, phase_started: bool) -> None:
         now = time.monotonic()
         if phase_started or now - self._written >= WRITE_EVERY:
             self.beat()
+        self.stop_if_cancelled()
+
+    def stop_if_cancelled(self) -> None:
+        """Raise ``JobCancelled`` in the job's thread once a cancel was requested (the
+        heartbeat thread and every progress write look for it)."""
+        if self.cancelled is not None:
+            raise JobCancelled(self.cancelled)
 
     def beat(self) -> None:
+        self.cancelled = self.cancelled or read_cancel(self.job_key)
         with self._lock:
             entry = {
                 "phase": self.name,

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from .models import Job, JobState
-from .progress import JobProgress
+from .progress import JobCancelled, JobProgress
 from .services import (
     JobFailed,
     JobStateError,
@@ -25,6 +25,7 @@ from .services import (
     fail_job,
     fail_stale_jobs,
     finish_job,
+    record_cancelled,
     requeue_job,
     start_job,
 )
@@ -72,6 +73,9 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
         if job.state == JobState.RUNNING:
             complete(job, progress, result or {})
         end_job(job)
+    except JobCancelled as exc:
+        # Someone cancelled it: its transaction was rolled back, nothing is stored.
+        record_cancelled(job, exc.request)
     except JobFailed as exc:
         # The input was refused: the same input would be refused again.
         fail_job(job, str(exc), exc.errors)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from . import files
 from .models import Job, JobState
-from .progress import read_progress
+from .progress import read_cancel, read_progress
 from .services import is_stale, stale_message
 
 #: A job queued longer than this without a worker taking it gets a hint on its page.
@@ -23,7 +23,7 @@ def jobs_visible_to(user: Any) -> QuerySet[Job]:
     job, for a superuser)."""
     if not getattr(user, "is_authenticated", False):
         return Job.objects.none()
-    jobs = Job.objects.select_related("collection", "created_by")
+    jobs = Job.objects.select_related("collection", "created_by", "cancelled_by")
     if user.is_superuser:
         return jobs
     return jobs.filter(Q(created_by=user) | Q(collection__members__user=user)).distinct()
@@ -83,6 +83,10 @@ def job_status(job: Job, *, now: Any = None) -> dict[str, Any]:
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "retry_of": job.retry_of_id,
+        "cancelling": state == JobState.RUNNING and read_cancel(job.key) is not None,
+        "cancelled_by": job.cancelled_by.get_username() if job.cancelled_by_id else None,
+        "cancelled_at": job.cancelled_at.isoformat() if job.cancelled_at else None,
+        "can_cancel": state in (JobState.QUEUED, JobState.RUNNING),
         "can_retry": state == JobState.FAILED
         and (not job.params.get("input") or files.has_input(job)),
         "url": reverse("jobs:job", args=[job.pk]),

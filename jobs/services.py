@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from . import files
 from .models import Job, JobKind, JobState
-from .progress import forget_progress, read_progress
+from .progress import JobCancelled, forget_progress, read_cancel, read_progress, request_cancel
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,11 @@ def finish_job(
     """Mark a running job done with ``result``. Call it inside the transaction that stores
     what the job made: both commit together, or neither. Raises ``JobStateError`` (and so
     rolls that transaction back) when the job is not running any more: a sweep gave it
-    up, and a retry may be under way."""
+    up, and a retry may be under way), and ``JobCancelled`` when someone cancelled it:
+    nothing of it is then stored."""
+    cancel = read_cancel(job.key)
+    if cancel is not None:
+        raise JobCancelled(cancel)
     updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
         state=JobState.DONE,
         finished_at=timezone.now(),
@@ -279,6 +283,66 @@ def abandon_task_rows(task_ids: Sequence[str]) -> int:
 def stale_message(job: Job) -> str:
     where = f" on {job.worker.split(':')[0]}" if job.worker else ""
     return STALE_MESSAGE.format(where=where, pk=job.pk)
+
+
+def cancelled_message(by: Any, via: str) -> str:
+    who = f"by {by.get_username()}" if by is not None else "from the command line"
+    if via == "api" and by is not None:
+        who += " (API)"
+    return f"Cancelled {who}. Nothing of it was stored."
+
+
+def cancel_job(job: Job, *, by: Any = None, via: str = "page") -> Job:
+    """Cancel a queued or running job; ``by`` (a user, or None for the command line) is
+    recorded. A queued job is cancelled at once. A running one is asked to stop: its
+    worker rolls its transaction back at its next progress report, or when it would
+    finish, and records the cancel (``record_cancelled``); nothing half-done is stored.
+    A running job whose worker died is cancelled at once. Refused (``JobStateError``)
+    for a job that has ended."""
+    user = by if getattr(by, "is_authenticated", False) else None
+    now = timezone.now()
+    fields = {
+        "state": JobState.CANCELLED,
+        "cancelled_by": user,
+        "cancelled_at": now,
+        "finished_at": now,
+        "error": cancelled_message(user, via),
+    }
+    if Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(**fields):
+        end_job(job)
+    elif job.state == JobState.RUNNING and is_stale(job):
+        if Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(**fields):
+            abandon_task_rows([job.task_id])
+            end_job(job)
+    else:
+        job.refresh_from_db()
+        if job.state != JobState.RUNNING:
+            raise JobStateError(
+                f"job {job.pk} is {job.state}; only a queued or running job can be cancelled"
+            )
+        request_cancel(job.key, by=user.pk if user else None, via=via)
+    job.refresh_from_db()
+    return job
+
+
+def record_cancelled(job: Job, request: dict[str, Any]) -> bool:
+    """The worker's side of a cancel: its transaction was rolled back; mark the job
+    cancelled by whoever asked, and tidy up its input."""
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(pk=request.get("by")).first()
+    now = timezone.now()
+    updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+        state=JobState.CANCELLED,
+        cancelled_by=user,
+        cancelled_at=now,
+        finished_at=now,
+        error=cancelled_message(user, request.get("via", "")),
+    )
+    if updated:
+        job.state = JobState.CANCELLED
+    end_job(job)
+    return bool(updated)
 
 
 def end_job(job: Job) -> None:

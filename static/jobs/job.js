@@ -36,7 +36,7 @@
       if (response.ok) {
         const job = await response.json();
         show(job);
-        if (job.state === "done" || job.state === "failed") {
+        if (job.state === "done" || job.state === "failed" || job.state === "cancelled") {
           window.location.reload();
           return;
         }
