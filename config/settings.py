@@ -247,6 +247,10 @@ VERITY_JOB_STALE_SECONDS = float(os.environ.get("VERITY_JOB_STALE_SECONDS", "60"
 # "Prefer: respond-async"; bigger ones become a job (202 Accepted + Location).
 VERITY_INLINE_MAX_BYTES = int(os.environ.get("VERITY_INLINE_MAX_BYTES", str(2 * 1024**2)))
 VERITY_INLINE_MAX_ROWS = int(os.environ.get("VERITY_INLINE_MAX_ROWS", "200000"))
+# A run upload is imported in the request only when it is small in work too: at most this
+# many ranked ids (TREC lines) and stages (scoring/run_work.py has the measurements).
+VERITY_INLINE_MAX_IDS = int(os.environ.get("VERITY_INLINE_MAX_IDS", "50000"))
+VERITY_INLINE_MAX_STAGES = int(os.environ.get("VERITY_INLINE_MAX_STAGES", "20"))
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -22,6 +22,7 @@ class JobKind(models.TextChoices):
     COLLECTION_IMPORT = "collection_import", "collection import"
     QRELS_EXPORT = "qrels_export", "qrels export"
     JUDGING = "judging", "judging by a model"
+    MAPPING_IMPORT = "mapping_import", "unit mapping import"
 
 
 class JobState(models.TextChoices):
