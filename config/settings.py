@@ -202,7 +202,8 @@ VERITY_UPLOAD_STALE_SECONDS = int(os.environ.get("VERITY_UPLOAD_STALE_SECONDS", 
 # of machines. docs/DEPLOY.md shows both.
 VERITY_JOBS_BACKEND = os.environ.get("VERITY_JOBS_BACKEND", "database").strip().lower()
 VERITY_REDIS_URL = os.environ.get("VERITY_REDIS_URL", "redis://127.0.0.1:6379/0")
-# Seconds a job may run before RQ stops it (the database worker has no limit).
+# Seconds a job may run before its worker stops it (jobs.runner.time_limit), on either
+# backend: a setting of the workers' environment, read when the job runs.
 VERITY_JOB_TIMEOUT = int(os.environ.get("VERITY_JOB_TIMEOUT", "14400"))
 if VERITY_JOBS_BACKEND == "database":
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
@@ -212,7 +213,9 @@ else:
     raise ImproperlyConfigured(
         f"VERITY_JOBS_BACKEND={VERITY_JOBS_BACKEND!r}: use 'database' (the default) or 'rq'"
     )
-RQ_QUEUES = {"default": {"URL": VERITY_REDIS_URL, "DEFAULT_TIMEOUT": VERITY_JOB_TIMEOUT}}
+# RQ's own timeout is off (-1): it would be fixed when the job is queued, by the web
+# process's settings; the worker's VERITY_JOB_TIMEOUT applies instead.
+RQ_QUEUES = {"default": {"URL": VERITY_REDIS_URL, "DEFAULT_TIMEOUT": -1}}
 # RQ workers must run django-tasks-rq's job class (it calls the task, not the function).
 RQ = {"JOB_CLASS": "django_tasks_rq.backend.Job"}
 if VERITY_JOBS_BACKEND == "rq":

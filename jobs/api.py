@@ -44,7 +44,11 @@ class JobSerializer(serializers.Serializer):
     phase = serializers.CharField(help_text="What it is doing now, e.g. 'storing ranked lists'.")
     done = serializers.IntegerField(help_text="Units of the phase done.")
     total = serializers.IntegerField(allow_null=True, help_text="Units in the phase, if known.")
-    percent = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField(
+        allow_null=True,
+        help_text="The whole job's percent: it only grows, and is 100 when done ('done' "
+        "and 'total' count the current phase).",
+    )
     result = serializers.DictField(
         help_text="When done: 'url' (the page), 'api_url', 'summary', and what the job made "
         "(e.g. the run's stages and what was pooled); 'download_url' for an export."

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 #: At most one progress write per this many seconds (a phase change always writes).
 WRITE_EVERY = 0.25
+#: The share of what is left of a job that each new phase stands for in its percent.
+PHASE_SHARE = 0.5
 #: Progress entries outlive any job by far; a finished job's entry is deleted.
 ENTRY_TTL = 7 * 24 * 3600
 
@@ -169,6 +171,7 @@ class JobProgress(Progress):
         self._lock = threading.Lock()
         self._written = 0.0
         self.cancelled: dict[str, Any] | None = None
+        self._floor = self._ceiling = 0.0
 
     def _changed(self, *, phase_started: bool) -> None:
         now = time.monotonic()
@@ -182,6 +185,22 @@ class JobProgress(Progress):
         if self.cancelled is not None:
             raise JobCancelled(self.cancelled)
 
+    def phase(self, name: str, total: int | None = None) -> None:
+        # The share of the job this phase stands for: half of what is left. A job does
+        # not know its phases in advance, so the whole job's percent cannot be exact; it
+        # is monotonic instead, never going back when a phase starts, and 100 when done.
+        self._floor = self._percent()
+        self._ceiling = self._floor + (100.0 - self._floor) * PHASE_SHARE
+        super().phase(name, total)
+
+    def _percent(self) -> float:
+        """The whole job's percent so far: the phases before, and this one's share of it
+        by its own count."""
+        if not self.total:
+            return self._floor
+        part = min(1.0, max(0.0, self.done / self.total))
+        return self._floor + (self._ceiling - self._floor) * part
+
     def beat(self) -> None:
         self.cancelled = self.cancelled or read_cancel(self.job_key)
         with self._lock:
@@ -189,6 +208,7 @@ class JobProgress(Progress):
                 "phase": self.name,
                 "done": self.done,
                 "total": self.total,
+                "percent": round(self._percent(), 1),
                 "at": timezone.now().timestamp(),
             }
             _cache().set(self.key, entry, ENTRY_TTL)

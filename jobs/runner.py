@@ -10,8 +10,10 @@ returns the result for the runner to record.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -38,6 +40,39 @@ UNEXPECTED = (
     "The job stopped on an unexpected error ({error}). Nothing of it was stored. The "
     "worker's log has the details; retry it, and report the error if it happens again."
 )
+
+
+TIMED_OUT = (
+    "The job ran longer than its worker allows (VERITY_JOB_TIMEOUT = {limit} s) and was "
+    "stopped. Nothing of it was stored. If it is simply large, raise VERITY_JOB_TIMEOUT in "
+    "the workers' environment and restart them, then Retry."
+)
+
+
+class JobTimedOut(Exception):
+    """Raised in the job's thread when it outlives ``VERITY_JOB_TIMEOUT``."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``JobTimedOut`` in this thread after ``seconds`` (0: no limit). The worker
+    sets it, from its own settings: the limit is the worker's, whatever the web process
+    that queued the job was configured with. Needs the main thread (as db_worker and RQ's
+    work horse run jobs); elsewhere there is no limit."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise JobTimedOut(f"ran longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def complete(job: Job, progress: JobProgress, result: dict[str, Any]) -> None:
@@ -69,10 +104,14 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
     beating = threading.Thread(target=_heartbeat, args=(progress, stop), daemon=True)
     beating.start()
     try:
-        result = body(job, progress)
-        if job.state == JobState.RUNNING:
-            complete(job, progress, result or {})
+        with time_limit(float(settings.VERITY_JOB_TIMEOUT)):
+            result = body(job, progress)
+            if job.state == JobState.RUNNING:
+                complete(job, progress, result or {})
         end_job(job)
+    except JobTimedOut:
+        # Its transaction was rolled back; the input is kept for Retry.
+        fail_job(job, TIMED_OUT.format(limit=settings.VERITY_JOB_TIMEOUT))
     except JobCancelled as exc:
         # Someone cancelled it: its transaction was rolled back, nothing is stored.
         record_cancelled(job, exc.request)

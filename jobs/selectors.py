@@ -46,9 +46,9 @@ def job_status(job: Job, *, now: Any = None) -> dict[str, Any]:
     stale = is_stale(job, now)
     if stale:
         state, error = JobState.FAILED, stale_message(job)
-    percent = None
-    if total:
-        percent = round(min(100.0, 100.0 * done / total), 1)
+    # The whole job's percent, which only grows (jobs.progress.JobProgress); done and
+    # total count the current phase.
+    percent = live.get("percent") if live else None
     if state == JobState.DONE:
         percent = 100.0
     waiting = ""
@@ -88,6 +88,7 @@ def job_status(job: Job, *, now: Any = None) -> dict[str, Any]:
         "cancelled_at": job.cancelled_at.isoformat() if job.cancelled_at else None,
         "can_cancel": state in (JobState.QUEUED, JobState.RUNNING),
         "can_retry": state == JobState.FAILED
+        and not job.retries.exists()
         and (not job.params.get("input") or files.has_input(job)),
         "url": reverse("jobs:job", args=[job.pk]),
         "api_url": reverse("jobs-api:job", args=[job.pk]),

@@ -361,6 +361,12 @@ def retry_job(job: Job, *, by: Any = None) -> Job:
         job.refresh_from_db()
     if job.state != JobState.FAILED:
         raise JobStateError(f"job {job.pk} is {job.state}; only a failed job can be started again")
+    again = job.retries.order_by("pk").first()
+    if again is not None:
+        raise JobStateError(
+            f"job {job.pk} was already started again, as job {again.pk} (its input went with "
+            f"it); follow that one, and retry it if it failed"
+        )
     if job.params.get("input") and not files.has_input(job):
         raise JobStateError(
             f"job {job.pk}'s input file is gone (it is removed when a job ends); upload it again"
