@@ -308,7 +308,12 @@ def cancel_job(job: Job, *, by: Any = None, via: str = "page") -> Job:
         "finished_at": now,
         "error": cancelled_message(user, via),
     }
-    if Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(**fields):
+    # Read first, write only a queued (or dead) job's row: on SQLite a running import
+    # holds the one write lock, and even an UPDATE that matches nothing would wait for it.
+    job.refresh_from_db()
+    if job.state == JobState.QUEUED and Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
+        **fields
+    ):
         end_job(job)
     elif job.state == JobState.RUNNING and is_stale(job):
         if Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(**fields):

@@ -160,3 +160,91 @@ def test_only_who_may_retry_a_job_may_cancel_it(eve, recall_v1, django_user_mode
     assert "may cancel it" in response.json()["detail"]
     job.refresh_from_db()
     assert job.state == JobState.QUEUED
+
+
+CANCEL_ON_A_LINE = (
+    "import sys, django; django.setup(); from django.core.management import call_command; "
+    "sys.stdin.readline(); call_command('jobs', '--cancel', sys.argv[1])"
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancelling_a_real_workers_import_mid_storing_leaves_no_rows(tmp_path, job_dir):
+    """A worker process imports a 300,000-line run; ``manage.py jobs --cancel`` while it
+    stores the lists answers at once (on SQLite the import holds the one write lock: the
+    cancel writes nothing to the database), and the worker rolls the import back."""
+    import subprocess
+    import sys
+    import time
+
+    from jobs.progress import read_progress
+    from tests.factories import make_collection
+    from tests.jobs.test_kill import (
+        POLL,
+        QUERIES,
+        REPO,
+        SharedDatabase,
+        counts,
+        env_for,
+        kill_9,
+        write_run,
+    )
+
+    collection = make_collection(slug="cancelled", pool_depth=10)
+    Query.objects.bulk_create(
+        Query(collection=collection, external_id=f"q{q}", text=f"query {q}") for q in range(QUERIES)
+    )
+    run_file = tmp_path / "big.trec"
+    write_run(run_file)
+    job = start_run_import(collection=collection, upload=run_file, filename="big.trec", name="big")
+    db = SharedDatabase(tmp_path)
+    db.publish()
+    before = counts(db)
+    env = env_for(db, "database", job_dir)
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "jobs_worker"],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        # The cancelling command, started up front: it waits for a line on stdin.
+        canceller = subprocess.Popen(
+            [sys.executable, "-c", CANCEL_ON_A_LINE, str(job.pk)],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                if (read_progress(job.key) or {}).get("phase") == "storing ranked lists":
+                    break
+                assert worker.poll() is None, log_path.read_text()[-3000:]
+                time.sleep(POLL)
+            asked = time.monotonic()
+            out, _ = canceller.communicate("go\n", timeout=60)
+            answered = time.monotonic() - asked
+            state = ""
+            while time.monotonic() < deadline and state != "cancelled":
+                (state,) = db.one(f"SELECT state FROM jobs_job WHERE id = {job.pk}")
+                time.sleep(0.2)
+        finally:
+            kill_9(worker.pid)
+            worker.wait()
+            if canceller.poll() is None:
+                canceller.kill()
+                canceller.wait()
+
+    assert out == f"job {job.pk}: cancel requested; its worker stops it.\n"
+    assert answered < 2  # at once: nothing waits for the import's write lock
+    assert state == "cancelled", log_path.read_text()[-3000:]
+    assert db.one(f"SELECT error FROM jobs_job WHERE id = {job.pk}") == (
+        "Cancelled from the command line. Nothing of it was stored.",
+    )
+    assert counts(db) == before
