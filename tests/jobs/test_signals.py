@@ -92,7 +92,8 @@ def worker_stopped_while_reading(tmp_path: Path, job_dir: Path, signals: int):
                 worker.send_signal(signal.SIGTERM)
             code = worker.wait(timeout=180)
         finally:
-            kill_9(worker.pid)
+            if worker.poll() is None:  # never a reaped pid: another process may have it
+                kill_9(worker.pid)
     return job, db, env, code, log_path.read_text()
 
 
