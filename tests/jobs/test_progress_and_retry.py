@@ -161,3 +161,28 @@ def test_a_job_over_the_workers_time_limit_fails_saying_so(settings, job_dir):
         "The job ran longer than its worker allows (VERITY_JOB_TIMEOUT = 1 s) and was stopped."
     )
     assert "unexpected" not in job.error
+
+
+def test_every_phase_of_a_scoring_has_a_total(recall_v1):
+    from scoring.engine import EvalParams
+    from scoring.services import score_run_stage
+
+    run = import_run(
+        collection=recall_v1.collection, path=RECALL_EXAMPLE / "run.trec", name="scored"
+    ).run
+    progress = Recorded()
+
+    score_run_stage(
+        run=run,
+        stage=run.stages.get(),
+        snapshot=recall_v1,
+        params=EvalParams(ks=(2,)),
+        progress=progress,
+    )
+
+    assert progress.phases == [
+        ("reading snapshot v1 and stage default", 2),
+        ("scoring 3 ranked lists", 3),
+        ("storing per-query rows", 3),
+    ]
+    assert progress.done == progress.total
