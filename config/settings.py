@@ -85,6 +85,8 @@ MIDDLEWARE = [
     # NUL in the path, a query parameter or a form field: 404/400 before any view (a
     # NUL reaching PostgreSQL is a 500). Inside the ones above, which add their headers.
     "judgments.middleware.refuse_nul",
+    # A job its queue refused (Redis down): 503 with the reason, JSON under /api/.
+    "jobs.middleware.QueueUnavailableMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -211,7 +213,8 @@ VERITY_UPLOAD_STALE_SECONDS = int(os.environ.get("VERITY_UPLOAD_STALE_SECONDS", 
 # of machines. docs/DEPLOY.md shows both.
 VERITY_JOBS_BACKEND = os.environ.get("VERITY_JOBS_BACKEND", "database").strip().lower()
 VERITY_REDIS_URL = os.environ.get("VERITY_REDIS_URL", "redis://127.0.0.1:6379/0")
-# Seconds a job may run before RQ stops it (the database worker has no limit).
+# Seconds a job may run before its worker stops it (jobs.runner.time_limit), on either
+# backend: a setting of the workers' environment, read when the job runs.
 VERITY_JOB_TIMEOUT = int(os.environ.get("VERITY_JOB_TIMEOUT", "14400"))
 if VERITY_JOBS_BACKEND == "database":
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
@@ -221,7 +224,9 @@ else:
     raise ImproperlyConfigured(
         f"VERITY_JOBS_BACKEND={VERITY_JOBS_BACKEND!r}: use 'database' (the default) or 'rq'"
     )
-RQ_QUEUES = {"default": {"URL": VERITY_REDIS_URL, "DEFAULT_TIMEOUT": VERITY_JOB_TIMEOUT}}
+# RQ's own timeout is off (-1): it would be fixed when the job is queued, by the web
+# process's settings; the worker's VERITY_JOB_TIMEOUT applies instead.
+RQ_QUEUES = {"default": {"URL": VERITY_REDIS_URL, "DEFAULT_TIMEOUT": -1}}
 # RQ workers must run django-tasks-rq's job class (it calls the task, not the function).
 RQ = {"JOB_CLASS": "django_tasks_rq.backend.Job"}
 if VERITY_JOBS_BACKEND == "rq":
@@ -256,6 +261,10 @@ VERITY_JOB_STALE_SECONDS = float(os.environ.get("VERITY_JOB_STALE_SECONDS", "60"
 # "Prefer: respond-async"; bigger ones become a job (202 Accepted + Location).
 VERITY_INLINE_MAX_BYTES = int(os.environ.get("VERITY_INLINE_MAX_BYTES", str(2 * 1024**2)))
 VERITY_INLINE_MAX_ROWS = int(os.environ.get("VERITY_INLINE_MAX_ROWS", "200000"))
+# A run upload is imported in the request only when it is small in work too: at most this
+# many ranked ids (TREC lines) and stages (scoring/run_work.py has the measurements).
+VERITY_INLINE_MAX_IDS = int(os.environ.get("VERITY_INLINE_MAX_IDS", "50000"))
+VERITY_INLINE_MAX_STAGES = int(os.environ.get("VERITY_INLINE_MAX_STAGES", "20"))
 
 # Model judges (judges/egress.py, docs/DEPLOY.md "Model judges"): the hosts a judge may
 # call (host, host:port, an address or a network that may then be private), and extra

@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from . import files
 from .models import Job, JobKind, JobState
 from .selectors import job_for, job_status, may_manage_job
-from .services import JobStateError, retry_job
+from .services import JobStateError, cancel_job, retry_job
 
 
 class Conflict(exceptions.APIException):
@@ -37,14 +37,18 @@ class JobSerializer(serializers.Serializer):
     label = serializers.CharField(help_text="What the job does, in a few words.")
     state = serializers.ChoiceField(
         choices=JobState.choices,
-        help_text="queued → running → done or failed. A running job whose worker stopped "
-        "answering is shown failed (stale true).",
+        help_text="queued → running → done, failed or cancelled. A running job whose "
+        "worker stopped answering is shown failed (stale true).",
     )
     stale = serializers.BooleanField()
     phase = serializers.CharField(help_text="What it is doing now, e.g. 'storing ranked lists'.")
     done = serializers.IntegerField(help_text="Units of the phase done.")
     total = serializers.IntegerField(allow_null=True, help_text="Units in the phase, if known.")
-    percent = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField(
+        allow_null=True,
+        help_text="The whole job's percent: it only grows, and is 100 when done ('done' "
+        "and 'total' count the current phase).",
+    )
     result = serializers.DictField(
         help_text="When done: 'url' (the page), 'api_url', 'summary', and what the job made "
         "(e.g. the run's stages and what was pooled); 'download_url' for an export."
@@ -61,6 +65,12 @@ class JobSerializer(serializers.Serializer):
     finished_at = serializers.CharField(allow_null=True)
     retry_of = serializers.IntegerField(allow_null=True)
     can_retry = serializers.BooleanField()
+    cancelling = serializers.BooleanField(
+        help_text="A cancel was asked for; the worker stops the job at its next step."
+    )
+    cancelled_by = serializers.CharField(allow_null=True, help_text="Who cancelled it.")
+    cancelled_at = serializers.CharField(allow_null=True)
+    can_cancel = serializers.BooleanField(help_text="Queued or running: it can be cancelled.")
     url = serializers.CharField(help_text="The job's page in the browser.")
     api_url = serializers.CharField()
 
@@ -129,6 +139,39 @@ class JobRetryApi(APIView):
 
 
 @extend_schema(tags=["jobs"])
+class JobCancelApi(APIView):
+    @extend_schema(
+        summary="Cancel a queued or running job (its author or a superuser).",
+        description="A queued job is cancelled at once (200, state cancelled). A running "
+        "one is asked to stop (202, cancelling true): its worker rolls back what it was "
+        "storing at its next step, then the job reads cancelled; nothing half-done is "
+        "stored. A job that ends before its worker sees the request keeps its outcome. "
+        "The job records who cancelled it.",
+        request=None,
+        responses={
+            200: JobSerializer,
+            202: JobSerializer,
+            409: OpenApiResponse(description="The job has ended (done, failed or cancelled)."),
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        job = _visible(request, pk)
+        if not may_manage_job(request.user, job):
+            raise exceptions.PermissionDenied(
+                "Only the job's author (or a superuser) may cancel it."
+            )
+        try:
+            job = cancel_job(job, by=request.user, via="api")
+        except JobStateError as exc:
+            raise Conflict(str(exc)) from None
+        body = job_status(job)
+        code = (
+            status.HTTP_200_OK if body["state"] == JobState.CANCELLED else status.HTTP_202_ACCEPTED
+        )
+        return Response(body, status=code)
+
+
+@extend_schema(tags=["jobs"])
 class JobFileApi(APIView):
     @extend_schema(
         summary="Download what an export job wrote (its author or a superuser).",
@@ -159,5 +202,6 @@ app_name = "jobs-api"
 urlpatterns = [
     path("jobs/<int:pk>/", JobApi.as_view(), name="job"),
     path("jobs/<int:pk>/retry/", JobRetryApi.as_view(), name="job-retry"),
+    path("jobs/<int:pk>/cancel/", JobCancelApi.as_view(), name="job-cancel"),
     path("jobs/<int:pk>/file", JobFileApi.as_view(), name="job-file"),
 ]

@@ -8,6 +8,7 @@ started again from the same file; its output stays until the job row is deleted.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -71,6 +72,18 @@ def input_path(job: Job) -> Iterator[Path]:
         yield target
 
 
+def _delete(name: str) -> None:
+    """Delete a stored file, and its folder (``inputs/<job key>/``) once it is empty."""
+    storage = _storage()
+    storage.delete(name)
+    try:
+        folder = Path(storage.path(name)).parent
+    except NotImplementedError:  # storage without folders
+        return
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only an empty folder; another file in it keeps it
+
+
 def move_input(source: Job, target: Job) -> str | None:
     """Hand ``source``'s input to ``target`` (a retry); return its new name."""
     name = source.params.get("input")
@@ -78,14 +91,14 @@ def move_input(source: Job, target: Job) -> str | None:
         return None
     with _storage().open(name, "rb") as fh:
         new = store_input(target, fh, Path(name).name)
-    _storage().delete(name)
+    _delete(name)
     return new
 
 
 def discard_input(job: Job) -> None:
     name = job.params.get("input")
     if name and _storage().exists(name):
-        _storage().delete(name)
+        _delete(name)
 
 
 def output_name(job: Job, name: str) -> str:

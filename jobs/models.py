@@ -22,6 +22,7 @@ class JobKind(models.TextChoices):
     COLLECTION_IMPORT = "collection_import", "collection import"
     QRELS_EXPORT = "qrels_export", "qrels export"
     JUDGING = "judging", "judging by a model"
+    MAPPING_IMPORT = "mapping_import", "unit mapping import"
 
 
 class JobState(models.TextChoices):
@@ -29,9 +30,10 @@ class JobState(models.TextChoices):
     RUNNING = "running", "running"
     DONE = "done", "done"
     FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
 
 
-FINISHED = (JobState.DONE, JobState.FAILED)
+FINISHED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
 
 class Job(models.Model):
@@ -71,6 +73,15 @@ class Job(models.Model):
     error = models.TextField(blank=True)
     errors = models.JSONField(default=list, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who cancelled the job (empty for the command line, or a deleted user).",
+    )
+    cancelled_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

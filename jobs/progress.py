@@ -16,6 +16,7 @@ know who watches.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -25,8 +26,12 @@ from typing import Any
 from django.core.cache import caches
 from django.utils import timezone
 
+log = logging.getLogger(__name__)
+
 #: At most one progress write per this many seconds (a phase change always writes).
 WRITE_EVERY = 0.25
+#: The share of what is left of a job that each new phase stands for in its percent.
+PHASE_SHARE = 0.5
 #: Progress entries outlive any job by far; a finished job's entry is deleted.
 ENTRY_TTL = 7 * 24 * 3600
 
@@ -107,12 +112,51 @@ def progress_key(job_key: Any) -> str:
 
 
 def read_progress(job_key: Any) -> dict[str, Any] | None:
-    """The last progress a running job reported: phase, done, total, at (epoch seconds)."""
-    return _cache().get(progress_key(job_key))
+    """The last progress a running job reported: phase, done, total, at (epoch seconds);
+    ``None`` also when the cache (Redis, with the RQ backend) cannot be reached, so that a
+    job's page, and failing a job because its queue is down, still work."""
+    try:
+        return _cache().get(progress_key(job_key))
+    except Exception:
+        log.warning("could not read job progress from the jobs cache", exc_info=True)
+        return None
+
+
+def cancel_key(job_key: Any) -> str:
+    return f"verity:job:{job_key}:cancel"
+
+
+def request_cancel(job_key: Any, *, by: int | None, via: str) -> None:
+    """Ask the worker running the job to stop it: it reads this at its next progress
+    report (or heartbeat) and when it would finish. In the cache, not the database: on
+    SQLite the job's own transaction holds the one write lock until it ends."""
+    _cache().set(cancel_key(job_key), {"by": by, "via": via}, ENTRY_TTL)
+
+
+def read_cancel(job_key: Any) -> dict[str, Any] | None:
+    """Who asked for the running job to be cancelled (``by``: a user id or None, ``via``),
+    or None when nobody did."""
+    try:
+        return _cache().get(cancel_key(job_key))
+    except Exception:
+        log.warning("could not read a job's cancel request from the jobs cache", exc_info=True)
+        return None
+
+
+class JobCancelled(Exception):
+    """Raised in a running job's body when someone cancelled it: its transaction rolls
+    back, and ``jobs.runner`` records who cancelled it."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__("the job was cancelled")
+        self.request = request
 
 
 def forget_progress(job_key: Any) -> None:
-    _cache().delete(progress_key(job_key))
+    try:
+        _cache().delete_many([progress_key(job_key), cancel_key(job_key)])
+    except Exception:  # an entry left behind expires (ENTRY_TTL)
+        log.warning("could not delete job progress from the jobs cache", exc_info=True)
 
 
 class JobProgress(Progress):
@@ -122,21 +166,49 @@ class JobProgress(Progress):
 
     def __init__(self, job_key: Any) -> None:
         super().__init__()
+        self.job_key = job_key
         self.key = progress_key(job_key)
         self._lock = threading.Lock()
         self._written = 0.0
+        self.cancelled: dict[str, Any] | None = None
+        self._floor = self._ceiling = 0.0
 
     def _changed(self, *, phase_started: bool) -> None:
         now = time.monotonic()
         if phase_started or now - self._written >= WRITE_EVERY:
             self.beat()
+        self.stop_if_cancelled()
+
+    def stop_if_cancelled(self) -> None:
+        """Raise ``JobCancelled`` in the job's thread once a cancel was requested (the
+        heartbeat thread and every progress write look for it)."""
+        if self.cancelled is not None:
+            raise JobCancelled(self.cancelled)
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        # The share of the job this phase stands for: half of what is left. A job does
+        # not know its phases in advance, so the whole job's percent cannot be exact; it
+        # is monotonic instead, never going back when a phase starts, and 100 when done.
+        self._floor = self._percent()
+        self._ceiling = self._floor + (100.0 - self._floor) * PHASE_SHARE
+        super().phase(name, total)
+
+    def _percent(self) -> float:
+        """The whole job's percent so far: the phases before, and this one's share of it
+        by its own count."""
+        if not self.total:
+            return self._floor
+        part = min(1.0, max(0.0, self.done / self.total))
+        return self._floor + (self._ceiling - self._floor) * part
 
     def beat(self) -> None:
+        self.cancelled = self.cancelled or read_cancel(self.job_key)
         with self._lock:
             entry = {
                 "phase": self.name,
                 "done": self.done,
                 "total": self.total,
+                "percent": round(self._percent(), 1),
                 "at": timezone.now().timestamp(),
             }
             _cache().set(self.key, entry, ENTRY_TTL)

@@ -10,14 +10,16 @@ returns the result for the runner to record.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
 
 from .models import Job, JobState
-from .progress import JobProgress
+from .progress import JobCancelled, JobProgress
 from .selectors import requester_may_run
 from .services import (
     JobFailed,
@@ -26,6 +28,8 @@ from .services import (
     fail_job,
     fail_stale_jobs,
     finish_job,
+    record_cancelled,
+    requeue_job,
     start_job,
 )
 
@@ -37,10 +41,39 @@ UNEXPECTED = (
     "The job stopped on an unexpected error ({error}). Nothing of it was stored. The "
     "worker's log has the details; retry it, and report the error if it happens again."
 )
-INTERRUPTED = (
-    "The worker was stopped while running this job ({error}). Nothing of it was stored. "
-    "Start it again with Retry."
+
+
+TIMED_OUT = (
+    "The job ran longer than its worker allows (VERITY_JOB_TIMEOUT = {limit} s) and was "
+    "stopped. Nothing of it was stored. If it is simply large, raise VERITY_JOB_TIMEOUT in "
+    "the workers' environment and restart them, then Retry."
 )
+
+
+class JobTimedOut(Exception):
+    """Raised in the job's thread when it outlives ``VERITY_JOB_TIMEOUT``."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``JobTimedOut`` in this thread after ``seconds`` (0: no limit). The worker
+    sets it, from its own settings: the limit is the worker's, whatever the web process
+    that queued the job was configured with. Needs the main thread (as db_worker and RQ's
+    work horse run jobs); elsewhere there is no limit."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise JobTimedOut(f"ran longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def complete(job: Job, progress: JobProgress, result: dict[str, Any]) -> None:
@@ -77,10 +110,17 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
     beating = threading.Thread(target=_heartbeat, args=(progress, stop), daemon=True)
     beating.start()
     try:
-        result = body(job, progress)
-        if job.state == JobState.RUNNING:
-            complete(job, progress, result or {})
+        with time_limit(float(settings.VERITY_JOB_TIMEOUT)):
+            result = body(job, progress)
+            if job.state == JobState.RUNNING:
+                complete(job, progress, result or {})
         end_job(job)
+    except JobTimedOut:
+        # Its transaction was rolled back; the input is kept for Retry.
+        fail_job(job, TIMED_OUT.format(limit=settings.VERITY_JOB_TIMEOUT))
+    except JobCancelled as exc:
+        # Someone cancelled it: its transaction was rolled back, nothing is stored.
+        record_cancelled(job, exc.request)
     except JobFailed as exc:
         # The input was refused: the same input would be refused again.
         fail_job(job, str(exc), exc.errors)
@@ -91,8 +131,11 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
         # A bug or a passing fault (the database went away): the input is kept for Retry.
         fail_job(job, UNEXPECTED.format(error=f"{type(exc).__name__}: {exc}"))
         raise
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt: the worker is stopping
-        fail_job(job, INTERRUPTED.format(error=type(exc).__name__))
+    except BaseException:  # SystemExit, KeyboardInterrupt: the worker was made to stop now
+        # Nothing is wrong with the job, and its transaction was rolled back: it goes
+        # back on the queue for the next worker instead of failing.
+        log.warning("worker stopped during job %s; it is queued again", job.pk)
+        requeue_job(job)
         raise
     finally:
         stop.set()

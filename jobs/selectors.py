@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from . import files
 from .models import Job, JobKind, JobState
-from .progress import read_progress
+from .progress import read_cancel, read_progress
 from .services import is_stale, stale_message
 
 #: A job queued longer than this without a worker taking it gets a hint on its page.
@@ -30,6 +30,7 @@ ROLE_FOR_KIND: dict[str, str] = {
     JobKind.COMPARISON: "evaluator",
     JobKind.QRELS_EXPORT: "evaluator",
     JobKind.JUDGING: "evaluator",
+    JobKind.MAPPING_IMPORT: "evaluator",
     JobKind.COLLECTION_IMPORT: "admin",
 }
 
@@ -61,7 +62,7 @@ def jobs_visible_to(user: Any) -> QuerySet[Job]:
     member removed or demoted since does not see their own jobs any more."""
     if not getattr(user, "is_authenticated", False):
         return Job.objects.none()
-    jobs = Job.objects.select_related("collection", "created_by")
+    jobs = Job.objects.select_related("collection", "created_by", "cancelled_by")
     if user.is_superuser:
         return jobs
     mine_without_collection = Q(collection__isnull=True, created_by=user)
@@ -120,9 +121,9 @@ def job_status(job: Job, *, now: Any = None) -> dict[str, Any]:
     stale = is_stale(job, now)
     if stale:
         state, error = JobState.FAILED, stale_message(job)
-    percent = None
-    if total:
-        percent = round(min(100.0, 100.0 * done / total), 1)
+    # The whole job's percent, which only grows (jobs.progress.JobProgress); done and
+    # total count the current phase.
+    percent = live.get("percent") if live else None
     if state == JobState.DONE:
         percent = 100.0
     waiting = ""
@@ -157,7 +158,12 @@ def job_status(job: Job, *, now: Any = None) -> dict[str, Any]:
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "retry_of": job.retry_of_id,
+        "cancelling": state == JobState.RUNNING and read_cancel(job.key) is not None,
+        "cancelled_by": job.cancelled_by.get_username() if job.cancelled_by_id else None,
+        "cancelled_at": job.cancelled_at.isoformat() if job.cancelled_at else None,
+        "can_cancel": state in (JobState.QUEUED, JobState.RUNNING),
         "can_retry": state == JobState.FAILED
+        and not job.retries.exists()
         and (not job.params.get("input") or files.has_input(job)),
         "url": reverse("jobs:job", args=[job.pk]),
         "api_url": reverse("jobs-api:job", args=[job.pk]),

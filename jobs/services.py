@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from . import files
 from .models import Job, JobKind, JobState
-from .progress import forget_progress, read_progress
+from .progress import JobCancelled, forget_progress, read_cancel, read_progress, request_cancel
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,24 @@ class JobFailed(Exception):
 
 class JobStateError(Exception):
     """The job is not in the state the change needs (e.g. retrying a running job)."""
+
+
+class QueueUnavailable(Exception):
+    """The job queue (Redis, or the database's task table) refused a job. The job is
+    recorded as failed with this message, its input kept, so Retry starts it once the
+    queue is back; the API answers 503 and a page says so (``jobs.middleware``)."""
+
+    def __init__(self, message: str, job: Job) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+UNQUEUED_MESSAGE = (
+    "The job could not be queued: the job queue ({backend}) did not answer "
+    "({error}). Nothing was started and nothing is lost: its input is kept. Start it "
+    "again with Retry on this page (or POST /api/jobs/{pk}/retry/) once the queue is "
+    "back; /healthz says when it is."
+)
 
 
 def worker_name() -> str:
@@ -84,16 +102,27 @@ def create_job(
     return job
 
 
-def _enqueue(job: Job, task: Any) -> None:
+def uses_rq() -> bool:
+    """The jobs go to RQ on Redis (``VERITY_JOBS_BACKEND=rq``), not the database."""
+    return "RQBackend" in str(settings.TASKS.get("default", {}).get("BACKEND", ""))
+
+
+def _enqueue(job: Job, task: Any, *, raise_unavailable: bool = True) -> None:
+    """Put the job's task on the queue. When the queue cannot take it, the job is failed
+    (retryable: its input stays) and ``QueueUnavailable`` raised, so that the request
+    that started it answers 503 instead of leaving it queued forever."""
     try:
         result = task.enqueue(job.pk)
     except Exception as exc:  # the queue is down or misconfigured: say so on the job
         log.exception("could not enqueue job %s", job.pk)
-        fail_job(
-            job,
-            f"The job could not be queued ({type(exc).__name__}: {exc}). Check that "
-            "the queue (database or Redis) is reachable, then retry.",
+        message = UNQUEUED_MESSAGE.format(
+            backend="Redis" if uses_rq() else "database",
+            error=f"{type(exc).__name__}: {exc}",
+            pk=job.pk,
         )
+        fail_job(job, message)
+        if raise_unavailable:
+            raise QueueUnavailable(message, job) from exc
         return
     Job.objects.filter(pk=job.pk, task_id="").update(task_id=str(result.id)[:64])
     job.task_id = str(result.id)[:64]
@@ -117,7 +146,11 @@ def finish_job(
     """Mark a running job done with ``result``. Call it inside the transaction that stores
     what the job made: both commit together, or neither. Raises ``JobStateError`` (and so
     rolls that transaction back) when the job is not running any more: a sweep gave it
-    up, and a retry may be under way."""
+    up, and a retry may be under way), and ``JobCancelled`` when someone cancelled it:
+    nothing of it is then stored."""
+    cancel = read_cancel(job.key)
+    if cancel is not None:
+        raise JobCancelled(cancel)
     updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
         state=JobState.DONE,
         finished_at=timezone.now(),
@@ -155,6 +188,22 @@ def fail_job(
     return bool(updated)
 
 
+def requeue_job(job: Job) -> bool:
+    """Put a running job back on the queue, to run again from the start: its worker was
+    told to stop before the job ended (a second SIGTERM, Ctrl-C). Its transaction was
+    rolled back, so nothing of it is stored; it is not failed, since nothing is wrong
+    with it. False when it is not running any more."""
+    updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+        state=JobState.QUEUED, started_at=None, worker="", task_id="", phase="", done=0, total=None
+    )
+    if not updated:
+        return False
+    forget_progress(job.key)
+    job.state, job.task_id = JobState.QUEUED, ""
+    _enqueue(job, import_string(job.task_path), raise_unavailable=False)
+    return True
+
+
 def stale_after() -> timedelta:
     return timedelta(seconds=float(settings.VERITY_JOB_STALE_SECONDS))
 
@@ -168,28 +217,137 @@ def last_sign_of_life(job: Job) -> datetime | None:
     return job.started_at
 
 
+def backend_says_dead(job: Job) -> bool:
+    """The task queue knows the process running this job died: its task failed while the
+    job still reads running (``run_job`` records every failure it lives to see). RQ says
+    so within seconds when a job's work horse is killed (the worker moves the job to its
+    failed registry); django-tasks-db never does (its row stays RUNNING), so there only
+    the heartbeat tells."""
+    if job.state != JobState.RUNNING or not job.task_id or not uses_rq():
+        return False
+    try:
+        from django_tasks import task_backends
+        from django_tasks.base import TaskResultStatus
+
+        status = task_backends["default"].get_result(job.task_id).status
+    except Exception:  # no such task, or Redis unreachable: no word from the backend
+        return False
+    return bool(status == TaskResultStatus.FAILED)
+
+
 def is_stale(job: Job, now: datetime | None = None) -> bool:
-    """A running job whose worker has been silent for longer than the stale limit."""
+    """A running job whose worker died: the task queue says so (RQ), or its heartbeat has
+    been silent for longer than the stale limit."""
     if job.state != JobState.RUNNING:
         return False
     seen = last_sign_of_life(job)
-    return seen is not None and (now or timezone.now()) - seen > stale_after()
+    if seen is not None and (now or timezone.now()) - seen > stale_after():
+        return True
+    return backend_says_dead(job)
 
 
 def fail_stale_jobs(now: datetime | None = None) -> list[Job]:
-    """Fail every running job whose worker stopped answering; return them. Run by each
-    worker when it starts and before each job, and by ``manage.py jobs --fail-stale``."""
+    """Fail every running job whose worker died; return them. Run by each worker when it
+    starts and before each job, and by ``manage.py jobs --fail-stale``. Their task rows
+    in django-tasks-db, left RUNNING by the dead worker, are marked failed too."""
     now = now or timezone.now()
+    running = Job.objects.filter(state=JobState.RUNNING)
+    if not uses_rq():  # only the heartbeat tells: a job younger than the limit is alive
+        running = running.filter(started_at__lt=now - stale_after())
     failed = []
-    for job in Job.objects.filter(state=JobState.RUNNING, started_at__lt=now - stale_after()):
+    for job in running:
         if is_stale(job, now) and fail_job(job, stale_message(job), expect=[JobState.RUNNING]):
             failed.append(job)
+    abandon_task_rows([job.task_id for job in failed])
     return failed
+
+
+def abandon_task_rows(task_ids: Sequence[str]) -> int:
+    """Mark django-tasks-db's rows of these tasks failed where a dead worker left them
+    RUNNING (nothing will ever end them); return how many. RQ cleans its own registries."""
+    ids = [t for t in task_ids if t]
+    if not ids or uses_rq():
+        return 0
+    from django_tasks.base import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    return DBTaskResult.objects.filter(id__in=ids, status=TaskResultStatus.RUNNING).update(
+        status=TaskResultStatus.FAILED,
+        finished_at=timezone.now(),
+        exception_class_path="jobs.services.WorkerDied",
+        traceback="The worker running this task stopped answering (killed, or its machine "
+        "went down); Verity's sweep (jobs.services.fail_stale_jobs) marked it failed.",
+    )
 
 
 def stale_message(job: Job) -> str:
     where = f" on {job.worker.split(':')[0]}" if job.worker else ""
     return STALE_MESSAGE.format(where=where, pk=job.pk)
+
+
+def cancelled_message(by: Any, via: str) -> str:
+    who = f"by {by.get_username()}" if by is not None else "from the command line"
+    if via == "api" and by is not None:
+        who += " (API)"
+    return f"Cancelled {who}. Nothing of it was stored."
+
+
+def cancel_job(job: Job, *, by: Any = None, via: str = "page") -> Job:
+    """Cancel a queued or running job; ``by`` (a user, or None for the command line) is
+    recorded. A queued job is cancelled at once. A running one is asked to stop: its
+    worker rolls its transaction back at its next progress report, or when it would
+    finish, and records the cancel (``record_cancelled``); nothing half-done is stored.
+    A running job whose worker died is cancelled at once. Refused (``JobStateError``)
+    for a job that has ended."""
+    user = by if getattr(by, "is_authenticated", False) else None
+    now = timezone.now()
+    fields = {
+        "state": JobState.CANCELLED,
+        "cancelled_by": user,
+        "cancelled_at": now,
+        "finished_at": now,
+        "error": cancelled_message(user, via),
+    }
+    # Read first, write only a queued (or dead) job's row: on SQLite a running import
+    # holds the one write lock, and even an UPDATE that matches nothing would wait for it.
+    job.refresh_from_db()
+    if job.state == JobState.QUEUED and Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
+        **fields
+    ):
+        end_job(job)
+    elif job.state == JobState.RUNNING and is_stale(job):
+        if Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(**fields):
+            abandon_task_rows([job.task_id])
+            end_job(job)
+    else:
+        job.refresh_from_db()
+        if job.state != JobState.RUNNING:
+            raise JobStateError(
+                f"job {job.pk} is {job.state}; only a queued or running job can be cancelled"
+            )
+        request_cancel(job.key, by=user.pk if user else None, via=via)
+    job.refresh_from_db()
+    return job
+
+
+def record_cancelled(job: Job, request: dict[str, Any]) -> bool:
+    """The worker's side of a cancel: its transaction was rolled back; mark the job
+    cancelled by whoever asked, and tidy up its input."""
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(pk=request.get("by")).first()
+    now = timezone.now()
+    updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+        state=JobState.CANCELLED,
+        cancelled_by=user,
+        cancelled_at=now,
+        finished_at=now,
+        error=cancelled_message(user, request.get("via", "")),
+    )
+    if updated:
+        job.state = JobState.CANCELLED
+    end_job(job)
+    return bool(updated)
 
 
 def end_job(job: Job) -> None:
@@ -203,10 +361,17 @@ def retry_job(job: Job, *, by: Any = None) -> Job:
     parameters and the same input file. Refused for a job that is queued, running
     normally or done, or whose input is gone."""
     if is_stale(job):
-        fail_job(job, stale_message(job), expect=[JobState.RUNNING])
+        if fail_job(job, stale_message(job), expect=[JobState.RUNNING]):
+            abandon_task_rows([job.task_id])
         job.refresh_from_db()
     if job.state != JobState.FAILED:
         raise JobStateError(f"job {job.pk} is {job.state}; only a failed job can be started again")
+    again = job.retries.order_by("pk").first()
+    if again is not None:
+        raise JobStateError(
+            f"job {job.pk} was already started again, as job {again.pk} (its input went with "
+            f"it); follow that one, and retry it if it failed"
+        )
     if job.params.get("input") and not files.has_input(job):
         raise JobStateError(
             f"job {job.pk}'s input file is gone (it is removed when a job ends); upload it again"

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .models import Job, JobKind, JobState
 from .selectors import job_for, job_status, may_manage_job
-from .services import JobStateError, retry_job
+from .services import JobStateError, cancel_job, retry_job
 
 #: Seconds between reloads of a running job's page when JavaScript is off.
 REFRESH_SECONDS = 2
@@ -45,6 +45,7 @@ def job_page(request: HttpRequest, pk: int) -> HttpResponse:
             "running": status["state"] in (JobState.QUEUED, JobState.RUNNING),
             "refresh": REFRESH_SECONDS,
             "may_retry": may_manage_job(request.user, job),
+            "cancelled": status["state"] == JobState.CANCELLED,
             "back": back_to_form(job) if status["state"] == JobState.FAILED else None,
         },
     )
@@ -84,3 +85,22 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("jobs:job", pk=job.pk)
     messages.success(request, f"Started again as job {new.pk}.")
     return redirect("jobs:job", pk=new.pk)
+
+
+@require_POST
+@login_required
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _job_or_404(request, pk)
+    if not may_manage_job(request.user, job):
+        messages.error(request, "Only the job's author (or a superuser) may cancel it.")
+        return redirect("jobs:job", pk=job.pk)
+    try:
+        job = cancel_job(job, by=request.user, via="page")
+    except JobStateError as exc:
+        messages.error(request, f"Not cancelled: {exc}.")
+        return redirect("jobs:job", pk=job.pk)
+    if job.state == JobState.CANCELLED:
+        messages.success(request, f"Job {job.pk} is cancelled; nothing of it was stored.")
+    else:
+        messages.success(request, f"Cancelling job {job.pk}: its worker stops it at its next step.")
+    return redirect("jobs:job", pk=job.pk)

@@ -120,11 +120,12 @@ def start_collection_import(
 def _import_collection(job: Job, progress: JobProgress) -> None:
     collection = Collection.objects.get(pk=job.collection_id)
     with input_path(job) as path:
-        progress.phase(f"reading {path.name}")
         try:
+            progress.phase(f"reading {path.name}", path.stat().st_size)  # in bytes
             bundle, problems = formats.parse_bundle(path.read_bytes(), str(path))
         except OSError as exc:
             raise JobFailed(f"{path.name}: cannot read it ({exc.strerror})") from None
+        progress.advance(path.stat().st_size)
         if problems:
             text = formats.describe_problems(problems).replace(str(path), path.name)
             first, *rest = text.splitlines()

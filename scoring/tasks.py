@@ -32,6 +32,7 @@ from .services import (
     RunImportError,
     canonical_params,
     import_run,
+    import_unit_mapping,
     score_run_stage,
     snapshot_inputs,
 )
@@ -130,6 +131,75 @@ def _import_run(job: Job, progress: JobProgress) -> None:
 @task()
 def import_run_task(job_id: int) -> dict[str, Any]:
     return run_job(job_id, _import_run)
+
+
+# -- unit mapping import --------------------------------------------------------------------
+
+
+def start_mapping_import(
+    *,
+    collection: Collection,
+    upload: Any,
+    filename: str,
+    from_unit: str = "chunk",
+    to_unit: str = "document",
+    note: str = "",
+    by: Any = None,
+) -> Job:
+    """Queue the import of an uploaded unit mapping. Always a job: a mapping's lines cost
+    a row each, and a million of them outlast any request."""
+    return create_job(
+        kind=JobKind.MAPPING_IMPORT,
+        task=import_mapping_task,
+        label=f"Import a unit mapping ({from_unit} → {to_unit}) into {collection.slug}",
+        collection=collection,
+        by=by,
+        params={"from_unit": from_unit, "to_unit": to_unit, "note": note},
+        input_file=upload,
+        input_name=filename,
+    )
+
+
+def _import_mapping(job: Job, progress: JobProgress) -> None:
+    p = job.params
+    collection = Collection.objects.get(pk=job.collection_id)
+    with input_path(job) as path:
+        progress.phase(f"reading {path.name}", path.stat().st_size)
+        try:
+            with transaction.atomic():
+                mapping, created = import_unit_mapping(
+                    collection=collection,
+                    path=path,
+                    from_unit=p.get("from_unit", "chunk"),
+                    to_unit=p.get("to_unit", "document"),
+                    note=p.get("note", ""),
+                    by=job.created_by,
+                )
+                progress.advance(path.stat().st_size)
+                same = "" if created else " (the same content as the latest version: kept)"
+                complete(
+                    job,
+                    progress,
+                    {
+                        "summary": f"Unit mapping v{mapping.number}: "
+                        f"{counted(mapping.n_entries, 'entry')}{same}.",
+                        "api_url": reverse(
+                            "scoring-api:mapping", args=[collection.slug, mapping.number]
+                        ),
+                        "url": reverse("judgments:collection", args=[collection.slug]),
+                        "link_text": "Open the collection",
+                        "mapping": mapping.number,
+                        "created": created,
+                    },
+                )
+        except RunImportError as exc:
+            detail, errors = exc.as_client_sees_it(path)
+            raise JobFailed(detail, errors) from None
+
+
+@task()
+def import_mapping_task(job_id: int) -> dict[str, Any]:
+    return run_job(job_id, _import_mapping)
 
 
 # -- scoring --------------------------------------------------------------------------------

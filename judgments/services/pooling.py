@@ -74,11 +74,13 @@ def pool_items(
     ``progress`` hears of two phases: finding the items, then pooling (in queries per
     stage, all at once: the statements are set-based)."""
     progress = progress or Progress()
-    progress.phase("pooling: finding the pooled items")
+    # Three set-based steps: staging the rows, creating missing items, pairing.
+    progress.phase("pooling: finding the pooled items", 3)
     items = Item._meta.db_table
     with connection.cursor() as cursor:
         _create_tables(cursor)
         _stage(cursor, ("query_id", "item", "rank", "stage"), rows)
+        progress.advance(1)
         missing_sql = (
             f"FROM {RAW} r WHERE NOT EXISTS (SELECT 1 FROM {items} i "
             "WHERE i.collection_id = %s AND i.external_id = r.item)"
@@ -96,6 +98,7 @@ def pool_items(
                 f"%s, %s {missing_sql} ON CONFLICT (collection_id, external_id) DO NOTHING",
                 [collection.pk, True, timezone.now(), collection.pk],
             )
+        progress.advance(1)
         cursor.execute(
             f"INSERT INTO {PAIRS} (query_id, item_id, stage, rank) "
             f"SELECT r.query_id, i.id, r.stage, MIN(r.rank) FROM {RAW} r JOIN {items} i "
@@ -103,6 +106,7 @@ def pool_items(
             "GROUP BY r.query_id, i.id, r.stage",
             [collection.pk],
         )
+        progress.advance(1)
         cursor.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT query_id, stage FROM {RAW}) d")
         n_queries = cursor.fetchone()[0]
         progress.phase("pooling unjudged items", n_queries)

@@ -27,9 +27,10 @@ from judgments.api.uploads import StreamedUploads, staged_upload
 from judgments.api.views import NamedLookup, error
 from judgments.models import Role
 from scoring.models import Evaluation, EvaluationQuery, Run, UnitMapping
+from scoring.run_work import run_work
 from scoring.selectors import ScoringInputError, evaluation_report, scoring_inputs
-from scoring.services import RunImportError, import_run, import_unit_mapping, score_run_stage
-from scoring.tasks import start_run_import, start_scoring
+from scoring.services import RunImportError, import_run, score_run_stage
+from scoring.tasks import start_mapping_import, start_run_import, start_scoring
 
 from . import serializers as s
 
@@ -56,9 +57,11 @@ def refused_file(exc: RunImportError, path: Path) -> ApiError:
         description="The file is validated whole before anything is stored: a refused file "
         "answers 400 listing each problem as 'file line N: ...'. For every collection query, "
         "the unjudged items within the pool depth become review tasks. A file over "
-        "VERITY_INLINE_MAX_BYTES (2 MiB by default), or any with `Prefer: respond-async`, "
-        "is imported by a background job: 202 with `Location: /api/jobs/<id>/`; the job's "
-        "`errors` then list a refused file's lines, and its `result.api_url` names the run.",
+        "VERITY_INLINE_MAX_BYTES (2 MiB by default), over VERITY_INLINE_MAX_IDS ranked ids "
+        "(50,000) or VERITY_INLINE_MAX_STAGES stages (20), or any with `Prefer: "
+        "respond-async`, is imported by a background job: 202 with `Location: "
+        "/api/jobs/<id>/`; the job's `errors` then list a refused file's lines, and its "
+        "`result.api_url` names the run.",
         request=s.RunUploadInput,
         responses={
             201: s.RunUploadResultSerializer,
@@ -106,7 +109,8 @@ class RunViewSet(
                 errors=[{"field": "name", "message": "taken"}],
             )
         upload = v["file"]
-        if wants_async(request) or upload.size > settings.VERITY_INLINE_MAX_BYTES:
+        work = None if wants_async(request) else run_work(upload, upload.name or "")
+        if work is None or not work.fits_inline():
             job = start_run_import(
                 collection=collection,
                 upload=upload,
@@ -146,15 +150,13 @@ class RunViewSet(
     create=extend_schema(
         summary="Upload a unit mapping (fine<TAB>coarse per line) as the next version "
         "(evaluator), multipart.",
-        description="201 with the new version; 200 with the latest one (`created` false) "
-        "when the content is the same.",
+        description="Always imported by a background job (a mapping costs a row per line; "
+        "a million lines outlast any request): 202 with `Location: /api/jobs/<id>/`. The "
+        "job's `result` gives the version (`mapping`, `api_url`) and `created` (false when "
+        "the content equals the latest version's, which is kept); a refused file fails "
+        "the job with its lines in `errors`.",
         request=s.MappingUploadInput,
-        responses={
-            201: s.MappingUploadResultSerializer,
-            200: s.MappingUploadResultSerializer,
-            400: REFUSED_FILE,
-            413: TOO_LARGE,
-        },
+        responses={202: JOB_ACCEPTED, 400: REFUSED_FILE, 413: TOO_LARGE},
     ),
 )
 @extend_schema(tags=["mappings"])
@@ -184,20 +186,17 @@ class MappingViewSet(
         data = s.MappingUploadInput(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        with staged_upload(v["file"]) as path:
-            try:
-                mapping, created = import_unit_mapping(
-                    collection=self.collection,
-                    path=path,
-                    from_unit=v["from_unit"],
-                    to_unit=v["to_unit"],
-                    note=v["note"],
-                    by=request.user,
-                )
-            except RunImportError as exc:
-                raise refused_file(exc, path) from None
-        body = s.MappingUploadResultSerializer(mapping, context={"created": created}).data
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        upload = v["file"]
+        job = start_mapping_import(
+            collection=self.collection,
+            upload=upload,
+            filename=upload.name or "mapping.tsv",
+            from_unit=v["from_unit"],
+            to_unit=v["to_unit"],
+            note=v["note"],
+            by=request.user,
+        )
+        return job_accepted(job)
 
 
 def report_of(evaluation: Evaluation, slug: str, **extra: Any) -> dict[str, Any]:

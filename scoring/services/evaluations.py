@@ -110,10 +110,13 @@ def score_run_stage(
     existing = Evaluation.objects.filter(fingerprint=fingerprint).first()
     if existing is not None:
         return existing, False
-    progress.phase(f"reading snapshot v{snapshot.number} and stage {stage.name}")
+    # Two steps: the snapshot's qrels and statuses, then the stage's lists.
+    progress.phase(f"reading snapshot v{snapshot.number} and stage {stage.name}", 2)
     qrels, statuses, evidence = inputs if inputs is not None else snapshot_inputs(snapshot)
+    progress.advance(1)
     if lists is None:
         lists = stage_lists_of(stage)
+    progress.advance(1)
     rankings = {qid: items for qid, (items, _) in lists.items()}
     abstained = frozenset(qid for qid, (_, marked) in lists.items() if marked)
     pairs = mapping_pairs_of(mapping)
@@ -125,7 +128,7 @@ def score_run_stage(
         unjudged=params.unjudged,
         dedup="error",
     )
-    progress.phase(f"scoring {len(rankings)} ranked lists")
+    progress.phase(f"scoring {len(rankings)} ranked lists", len(rankings))
     result = engine.evaluate(
         qrels,
         engine.Run.from_mapping(rankings, abstained=abstained, source=run.name),
@@ -134,6 +137,7 @@ def score_run_stage(
         evidence=evidence,
         mapping=pairs,
     )
+    progress.advance(len(rankings))
     data = result.to_dict()
     counts = dict(data["counts"])
     excluded = dict(counts.get("excluded", {}))

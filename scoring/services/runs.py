@@ -198,7 +198,7 @@ def import_run(
         raise _name_taken(collection, name)
     if order not in (OrderRule.SCORE, OrderRule.RANK):
         raise InvariantError(f"order must be 'score' or 'rank', got {order!r}")
-    progress.phase(f"reading {path.name}")
+    progress.phase(f"reading {path.name}", path.stat().st_size)  # in bytes
     query_pks = dict(Query.objects.filter(collection=collection).values_list("external_id", "pk"))
     writing = _Writing(
         collection=collection,
@@ -261,6 +261,14 @@ def import_run(
     return report
 
 
+def _count_lines(path: Path) -> int:
+    lines = 0
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 24):
+            lines += block.count(b"\n")
+    return lines
+
+
 def _in_pieces(path: Path) -> bool:
     from .run_lists import in_pieces
 
@@ -289,6 +297,7 @@ class _Writing:
         import numpy as np
 
         stages, sha256 = _read_stages(self.path, order=order, dedup=dedup, pieces=pieces)
+        self.progress.advance(self.path.stat().st_size)
         run_qids = {q for s in stages for q in s.qids}
         unknown = self._unknown(run_qids, ignore=ignore)
         run = self._run(stages, sha256=sha256, order_rule=stages[0].order, fields=fields)
@@ -328,7 +337,9 @@ class _Writing:
         qids: set[str] = set()
         counts = {"depth": 0, "n_queries": 0, "n_rows": 0}
         refusing = False
-        self.progress.phase("storing ranked lists")
+        # The lines' count is the phase's total (an upper bound: comments and blank lines
+        # count too); a pass of counting newlines costs little beside the storing.
+        self.progress.phase("storing ranked lists", _count_lines(self.path))
         with _ListWriter(stage_pk, self.progress) as lists:
             for piece in pieces:
                 qids.update(piece.qids)

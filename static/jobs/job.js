@@ -15,15 +15,17 @@
     field("phase").textContent =
       job.phase || (job.state === "queued" ? "waiting for a worker" : "started, reading its input");
     const counts = field("counts");
-    if (job.total) {
-      bar.max = job.total;
-      bar.value = job.done;
+    // The bar is the whole job's percent (it only grows); the counts are this phase's.
+    if (job.percent !== null && job.percent !== undefined) {
+      bar.max = 100;
+      bar.value = job.percent;
       bar.textContent = `${job.percent}%`;
-      counts.textContent = `${job.done} of ${job.total} (${job.percent}%)`;
     } else {
-      bar.removeAttribute("value"); // indeterminate: the phase has no known size
-      counts.textContent = job.done ? `${job.done} done` : "";
+      bar.removeAttribute("value"); // indeterminate: nothing counted yet
     }
+    const phase = job.total ? `${job.done} of ${job.total}` : job.done ? `${job.done} done` : "";
+    const whole = job.percent !== null && job.percent !== undefined ? `${job.percent}% of the job` : "";
+    counts.textContent = [phase, whole].filter(Boolean).join("; ");
     field("waiting").textContent = job.waiting || "";
   }
 
@@ -36,7 +38,7 @@
       if (response.ok) {
         const job = await response.json();
         show(job);
-        if (job.state === "done" || job.state === "failed") {
+        if (job.state === "done" || job.state === "failed" || job.state === "cancelled") {
           window.location.reload();
           return;
         }

@@ -123,7 +123,7 @@ def test_collectstatic_builds_the_manifest_with_the_local_swagger_ui(tmp_path):
 def test_healthz_checks_the_database(db):
     response = Client().get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "jobs": "ok"}
     assert "no-cache" in response["Cache-Control"]
 
 

@@ -71,7 +71,7 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     f"GET {C}/runs/{{name}}/":                              (401, 404, 200, 200, 200, 200),
     f"GET {C}/runs/{{name}}/diagnosis/":                    (401, 404, 200, 200, 200, 200),
     f"GET {C}/mappings/":                                   (401, 404, 200, 200, 200, 200),
-    f"POST {C}/mappings/":                                  (401, 404, 403, 201, 201, 201),
+    f"POST {C}/mappings/":                                  (401, 404, 403, 202, 202, 202),
     f"GET {C}/mappings/{{number}}/":                        (401, 404, 200, 200, 200, 200),
     f"GET {C}/evaluations/":                                (401, 404, 200, 200, 200, 200),
     f"POST {C}/evaluations/":                               (401, 404, 403, 201, 201, 201),
@@ -91,6 +91,8 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     "GET /api/jobs/{id}/":                                  (401, 404, 404, 200, 200, 200),
     "POST /api/jobs/{id}/retry/":                           (401, 404, 404, 202, 403, 202),
     "GET /api/jobs/{id}/file":                              (401, 404, 404, 200, 403, 200),
+    # The job is failed: its author and a superuser may cancel, but it has ended (409).
+    "POST /api/jobs/{id}/cancel/":                          (401, 404, 404, 409, 403, 409),
 }
 # fmt: on
 

@@ -133,26 +133,34 @@ def test_a_body_longer_than_declared_is_cut_at_the_limit():
     assert not Path(path).exists()  # the partial file is gone
 
 
-def test_a_unit_mapping_uploads_once_per_content(api_world, api_client):
+def test_a_unit_mapping_uploads_once_per_content(api_world, api_client, jobs_inline):
     url = f"/api/collections/{api_world.slug}/mappings/"
     client = api_client("evaluator")
 
     def upload():
         mapping = SimpleUploadedFile("m.tsv", b"c#1\tc\nc#2\tc\n")
-        return client.post(url, {"file": mapping, "note": "c chunks"}, format="multipart")
+        with jobs_inline():
+            accepted = client.post(url, {"file": mapping, "note": "c chunks"}, format="multipart")
+        assert accepted.status_code == 202, accepted.content
+        return client.get(accepted["Location"]).json()
 
     first, again = upload(), upload()
-    assert (first.status_code, again.status_code) == (201, 200)
-    assert first.json()["number"] == again.json()["number"] == 2
-    assert (first.json()["created"], again.json()["created"]) == (True, False)
+    assert (first["state"], again["state"]) == ("done", "done")
+    assert first["result"]["mapping"] == again["result"]["mapping"] == 2
+    assert (first["result"]["created"], again["result"]["created"]) == (True, False)
+    assert first["result"]["api_url"] == f"{url}2/"
     assert UnitMapping.objects.filter(collection=api_world.collection).count() == 2
 
 
-def test_a_refused_mapping_names_the_line(api_world, api_client):
-    response = api_client("evaluator").post(
-        f"/api/collections/{api_world.slug}/mappings/",
-        {"file": SimpleUploadedFile("m.tsv", b"c#1 c\n")},
-        format="multipart",
-    )
-    assert response.status_code == 400
-    assert response.json()["errors"][0]["message"].startswith("m.tsv line 1:")
+def test_a_refused_mapping_names_the_line(api_world, api_client, jobs_inline):
+    client = api_client("evaluator")
+    with jobs_inline():
+        response = client.post(
+            f"/api/collections/{api_world.slug}/mappings/",
+            {"file": SimpleUploadedFile("m.tsv", b"c#1 c\n")},
+            format="multipart",
+        )
+    assert response.status_code == 202
+    job = client.get(response["Location"]).json()
+    assert job["state"] == "failed"
+    assert job["errors"][0].startswith("m.tsv line 1:")

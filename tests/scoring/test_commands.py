@@ -58,13 +58,19 @@ def test_import_run_draws_a_bar_per_phase_on_a_terminal(recall_v1) -> None:
     )
 
     # Each bar is drawn empty when its phase starts, then redrawn on the same line: the
-    # file's 8 lines are stored in one batch; 3 queries (A, B, C) are pooled in one chunk.
+    # file's 168 bytes are read at once, its 8 lines stored in one batch; finding the
+    # pooled items is three steps; 3 queries (A, B, C) are pooled in one chunk.
     full, empty = "#" * 25, " " * 25
+    size = RUN.stat().st_size
     assert err.getvalue() == (
-        "reading run.trec …\n"
+        f"\rreading run.trec [{empty}]   0% (0/{size})"
+        f"\rreading run.trec [{full}] 100% ({size}/{size})\n"
         f"\rstoring ranked lists [{empty}]   0% (0/8)"
         f"\rstoring ranked lists [{full}] 100% (8/8)\n"
-        "pooling: finding the pooled items …\n"
+        f"\rpooling: finding the pooled items [{empty}]   0% (0/3)"
+        f"\rpooling: finding the pooled items [{'#' * 8}{' ' * 17}]  33% (1/3)"
+        f"\rpooling: finding the pooled items [{'#' * 16}{' ' * 9}]  66% (2/3)"
+        f"\rpooling: finding the pooled items [{full}] 100% (3/3)\n"
         f"\rpooling unjudged items [{empty}]   0% (0/3)"
         f"\rpooling unjudged items [{full}] 100% (3/3)\n"
     )

@@ -3,6 +3,7 @@
     manage.py jobs [--limit N]          # the latest jobs, newest first
     manage.py jobs --show ID            # one job as JSON, as GET /api/jobs/ID/ gives it
     manage.py jobs --fail-stale         # mark running jobs with a silent worker failed
+    manage.py jobs --cancel ID          # cancel a queued or running job
 
 Workers sweep stale jobs themselves when they start and before each job; ``--fail-stale``
 is for a cron job where workers may stay down.
@@ -17,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from jobs.models import Job
 from jobs.selectors import job_status
-from jobs.services import fail_stale_jobs
+from jobs.services import JobStateError, cancel_job, fail_stale_jobs
 
 
 class Command(BaseCommand):
@@ -27,6 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=20)
         parser.add_argument("--show", type=int, metavar="ID")
         parser.add_argument("--fail-stale", action="store_true")
+        parser.add_argument(
+            "--cancel", type=int, metavar="ID", help="cancel a queued or running job"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["fail_stale"]:
@@ -34,6 +38,19 @@ class Command(BaseCommand):
             for job in failed:
                 self.stdout.write(f"job {job.pk} ({job.kind}): marked failed (worker died)")
             self.stdout.write(f"{len(failed)} stale job(s) failed.")
+            return
+        if options["cancel"] is not None:
+            job = Job.objects.filter(pk=options["cancel"]).first()
+            if job is None:
+                raise CommandError(f"no job {options['cancel']}")
+            try:
+                job = cancel_job(job, by=None, via="command")
+            except JobStateError as exc:
+                raise CommandError(str(exc)) from None
+            if job.state == "cancelled":
+                self.stdout.write(f"job {job.pk} cancelled; nothing of it was stored.")
+            else:
+                self.stdout.write(f"job {job.pk}: cancel requested; its worker stops it.")
             return
         if options["show"] is not None:
             job = Job.objects.filter(pk=options["show"]).first()

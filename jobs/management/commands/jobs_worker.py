@@ -21,6 +21,18 @@ from jobs.services import fail_stale_jobs
 from jobs.uploads import sweep_uploads
 
 
+def let_jobs_finish_on_sigterm() -> None:
+    """A worker told to stop (SIGTERM, Ctrl-C) finishes the job it runs. pyarrow would
+    instead cancel a file read in progress on that signal (``ArrowCancelled``), and so
+    fail the job; its handlers are turned off in workers. A second signal still stops
+    the worker at once, and ``jobs.runner`` then puts the job back on the queue."""
+    try:
+        import pyarrow
+    except ImportError:  # pragma: no cover - pyarrow is a requirement of the engine
+        return
+    pyarrow.enable_signal_handlers(False)
+
+
 class Command(BaseCommand):
     help = "Run a worker for background jobs (database queue or RQ, as the settings say)."
 
@@ -39,6 +51,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        let_jobs_finish_on_sigterm()
         sweep_uploads()  # what a killed worker left in the upload folder
         for job in fail_stale_jobs():
             self.stderr.write(f"job {job.pk} ({job.kind}): its worker had died; marked failed")
