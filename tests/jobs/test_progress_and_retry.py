@@ -19,6 +19,7 @@ from jobs.runner import run_job
 from jobs.selectors import job_status
 from jobs.services import end_job, retry_job
 from judgments.models import Query
+from judgments.services import set_membership
 from scoring.services import import_run, run_lists
 from tests.factories import make_collection
 from tests.scoring.conftest import RECALL_EXAMPLE
@@ -111,6 +112,7 @@ def failed_import(collection, eve) -> Job:
 
 def test_a_second_retry_says_the_job_was_retried_already(recall_v1, django_user_model, job_dir):
     eve = django_user_model.objects.create_user("eve")
+    set_membership(collection=recall_v1.collection, user=eve, role="evaluator")
     job = failed_import(recall_v1.collection, eve)
     api = APIClient()
     api.force_authenticate(eve)
@@ -130,6 +132,7 @@ def test_a_second_retry_says_the_job_was_retried_already(recall_v1, django_user_
 
 def test_input_folders_go_with_their_input(recall_v1, django_user_model, job_dir):
     eve = django_user_model.objects.create_user("eve")
+    set_membership(collection=recall_v1.collection, user=eve, role="evaluator")
     job = failed_import(recall_v1.collection, eve)
     inputs = job_dir / "files" / "inputs"
     assert (inputs / str(job.key)).is_dir()

@@ -104,11 +104,17 @@ def test_the_timeout_bounds_the_whole_answer_however_slowly_it_comes(
 
 
 def test_a_timed_out_request_is_over_before_its_retry(collection_graded, pool, judge, chat_server):
-    judge.timeout, judge.retries, judge.backoff, judge.concurrency = 0.2, 2, 0.05, 2
+    # A backoff of 0.3 s gives the fake server's thread time to see the closed socket
+    # before the retry arrives, even on a loaded machine (it polls every 10 ms): with less,
+    # the server's own count lagged the client and read 3 in flight now and then.
+    judge.timeout, judge.retries, judge.backoff, judge.concurrency = 0.2, 2, 0.3, 2
     judge.save()
     chat_server.default = ("slow", 1.0, "##final score: 2")
     propose_labels(collection=collection_graded, judge=judge)
     assert chat_server.max_in_flight <= 2
+    deadline = time.monotonic() + 5
+    while chat_server.gone < 12 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert chat_server.gone == 12  # every timed-out request was closed by the client
     assert {p.failure_reason for p in Proposal.objects.all()} == {
         "attempt 1: timeout after 0.2 s; attempt 2: timeout after 0.2 s; "
