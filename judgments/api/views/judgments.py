@@ -126,9 +126,8 @@ def judgment_conflict(code: int, conflict: JudgmentConflict, slug: str) -> ApiEr
 
 
 def judgment_response(judgment: Judgment, *, created: bool, slug: str, replayed: bool) -> Response:
-    judgment = Judgment.objects.select_related("query__collection", "item", "reviewer").get(
-        pk=judgment.pk
-    )
+    """The judgment as the services return it: with its query (and collection), item and
+    reviewer loaded, the values it was stored with; no read back."""
     response = Response(
         s.JudgmentSerializer(judgment).data,
         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
