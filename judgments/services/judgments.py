@@ -487,6 +487,109 @@ def judge_task(
         return judgment, True
 
 
+def edit_judgment(
+    *,
+    collection: Collection,
+    judgment_id: int,
+    reviewer: User | None,
+    expected_version: int,
+    grade: int | None = None,
+    note: str | None = None,
+    source: str = ChangeSource.API,
+) -> Judgment:
+    """Change the grade and/or note of one judgment of ``collection`` by compare-and-set
+    on ``expected_version`` (``record_judgment``'s edit, by the judgment's pk): a stale
+    version raises :class:`JudgmentConflict` with the judgment as stored now and changes
+    nothing; ``Judgment.DoesNotExist`` when the collection has no such judgment.
+
+    Two statements on PostgreSQL: one locks the collection (shared) and the query and
+    reads the judgment, one writes it with its history row
+    (``judgment_writes.update_judgment``). The "last relevant judgment" check reads
+    afresh, and only when a relevant grade becomes a non-relevant one.
+    """
+    with transaction.atomic():
+        row = _lock_judgment_row(collection, judgment_id)
+        if row is None:
+            raise Judgment.DoesNotExist(f"no judgment {judgment_id} in this collection")
+        (pk, query_id, item_id, old_grade, old_note, version, client_key, created_at,
+         reviewer_id, query_ext, query_status, item_ext) = row  # fmt: skip
+        query = Query(
+            pk=query_id, collection=collection, external_id=query_ext, status=query_status
+        )
+        item = Item(pk=item_id, collection=collection, external_id=item_ext)
+        current = Judgment(
+            pk=pk, query=query, item=item, grade=old_grade, note=old_note, version=version,
+            client_key=client_key, created_at=_aware(created_at), reviewer_id=reviewer_id,
+        )  # fmt: skip
+        current._state.adding = False
+        if version != expected_version:
+            # What the locking read saw may predate a change made while it waited for
+            # the query's lock: decide on the row as it is now.
+            current = _fresh(pk, query, item)
+            if current is None:
+                raise InvariantError(
+                    f"item '{item_ext}' has no judgment for query '{query_ext}' to edit; "
+                    "create it instead"
+                )
+            if current.version != expected_version:
+                raise JudgmentConflict(query_ext, item_ext, expected_version, current)
+        grade = current.grade if grade is None else grade
+        note = current.note if note is None else note
+        _check_new_grade(query, grade, note)
+        if not collection.is_relevant_grade(grade) and collection.is_relevant_grade(current.grade):
+            _refuse_dropping_last_relevant(query, item)
+        now = timezone.now()
+        change_id = update_judgment(
+            current=current,
+            expected_version=expected_version,
+            grade=grade,
+            note=note,
+            reviewer_id=reviewer.pk if reviewer is not None else None,
+            source=source,
+            now=now,
+        )
+        if change_id is None:
+            stored = _fresh(pk, query, item)
+            if stored is None:
+                raise InvariantError(
+                    f"item '{item_ext}' has no judgment for query '{query_ext}' to edit; "
+                    "create it instead"
+                )
+            raise JudgmentConflict(query_ext, item_ext, expected_version, stored)
+        current.grade, current.note, current.reviewer = grade, note, reviewer
+        current.version, current.updated_at = expected_version + 1, now
+        current.change_id = change_id  # type: ignore[attr-defined]
+        return current
+
+
+def _fresh(pk: int, query: Query, item: Item) -> Judgment | None:
+    stored = Judgment.objects.select_related("reviewer").filter(pk=pk).first()
+    if stored is not None:
+        stored.query, stored.item = query, item
+    return stored
+
+
+def _lock_judgment_row(collection: Collection, judgment_id: int) -> Any:
+    """One statement: lock the collection (shared) and the judgment's query, and read the
+    judgment with its query's status and the ids of its pair."""
+    locks = "FOR SHARE OF c FOR UPDATE OF q" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT j.id, j.query_id, j.item_id, j.grade, j.note, j.version, j.client_key,
+                   j.created_at, j.reviewer_id, q.external_id, q.status, i.external_id
+            FROM {Collection._meta.db_table} c
+            JOIN {Query._meta.db_table} q ON q.collection_id = c.id
+            JOIN {Judgment._meta.db_table} j ON j.query_id = q.id
+            JOIN {Item._meta.db_table} i ON i.id = j.item_id
+            WHERE j.id = %s AND c.id = %s
+            {locks}
+            """,
+            [judgment_id, collection.pk],
+        )
+        return cursor.fetchone()
+
+
 def _check_new_grade(query: Query, grade: int, note: str) -> None:
     """What ``_record`` checks of a new grade: on the scale, a note not too long, and no
     relevant grade for a query confirmed to have no answer."""

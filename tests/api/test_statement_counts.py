@@ -90,3 +90,31 @@ def test_judge_takes_at_most_six_statements_on_postgresql(team, django_assert_ma
     )
     assert replay.status_code == 200 and replay.json()["id"] == body["id"]
     assert JudgmentChange.objects.count() == 1
+
+
+def test_if_match_edit_takes_at_most_six_statements_on_postgresql(
+    team, django_assert_max_num_queries
+):
+    collection, clients = team
+    base = f"/api/collections/{collection.slug}"
+    task = clients["ana"].post(f"{base}/tasks/claim/").json()
+    made = clients["ana"].post(f"{base}/tasks/{task['id']}/judge/", {"grade": 1}, format="json")
+    pk = made.json()["id"]
+    with django_assert_max_num_queries(JUDGE_MAX):
+        edited = clients["ben"].patch(
+            f"{base}/judgments/{pk}/", {"grade": 2}, format="json", HTTP_IF_MATCH='"1"'
+        )
+    assert edited.status_code == 200, edited.content
+    body = edited.json()
+    assert (body["grade"], body["version"], body["reviewer"]) == (2, 2, "ben")
+    assert edited["ETag"] == '"2"'
+    history = JudgmentChange.objects.filter(version=2).get()
+    assert (history.old_grade, history.new_grade, history.changed_by.username) == (1, 2, "ben")
+    # The same If-Match again is stale: 412 with the judgment as it is, nothing written.
+    stale = clients["ana"].patch(
+        f"{base}/judgments/{pk}/", {"grade": 0}, format="json", HTTP_IF_MATCH='"1"'
+    )
+    assert stale.status_code == 412 and stale.json()["current"]["version"] == 2
+    assert stale["ETag"] == '"2"'
+    assert JudgmentChange.objects.count() == 2
+    assert Judgment.objects.get(pk=pk).grade == 2
