@@ -19,13 +19,21 @@ report (1-3 s), for ``--duration`` seconds; Locust stops itself.
 
 Printed: requests per second, p50/p95/p99 per endpoint, failures (any unexpected status;
 a 412 to an editor is the intended answer to a stale If-Match and counted apart), the
-load average while it ran (the machine may be shared), and these database checks:
+load average while it ran (the machine may be shared), the server's CPU per request and
+the load generator's CPU (below), and these database checks:
 
 * every acknowledged judgment (201) is stored, exactly once, for the pair it named;
 * no task was handed to two reviewers (each claim went to one reviewer, and each done
   task's judgment is by the reviewer that claimed it);
 * the history has one row per acknowledged change: the rows added equal the acknowledged
   creates plus edits, and every judgment has as many history rows as its version.
+
+CPU: the gunicorn workers' CPU time (user + system, from ``/proc/<pid>/stat``) over the
+run, divided by the requests Locust made; and per endpoint class, the CPU each request
+cost its worker (``bench/gunicorn_cpu.py``'s hooks: a sync worker serves one request at
+a time, so its process CPU time across the request is that request's). The load
+generator's own CPU over the run is printed too; it runs at ``--generator-nice`` (10) so
+that on a small machine it yields the cores to the server instead of starving it.
 
 The exit status is 1 if any check fails or any request failed.
 """
@@ -36,6 +44,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -156,6 +165,63 @@ def _load_sampler(samples: list[float], stop: threading.Event) -> None:
         samples.append(os.getloadavg()[0])
 
 
+def _worker_pids(master: int) -> list[int]:
+    """The gunicorn master's children (its workers), from /proc."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == master:  # field 4, ppid
+            pids.append(int(stat.parent.name))
+    return sorted(pids)
+
+
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """user + system CPU seconds of each live process (fields 14 and 15 of /proc/pid/stat)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seconds = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _per_class_cpu(folder: Path) -> dict[str, list[float]]:
+    """What the workers' hooks (bench/gunicorn_cpu.py) wrote: class -> [requests, s]."""
+    totals: dict[str, list[float]] = {}
+    for path in folder.glob("worker-*.json"):
+        for name, (n, spent) in json.loads(path.read_text()).items():
+            row = totals.setdefault(name, [0, 0.0])
+            row[0] += n
+            row[1] += spent
+    return totals
+
+
+def _print_cpu(
+    workers: float, requests: int, elapsed: float, generator: float, classes: dict[str, list[float]]
+) -> None:
+    cores = os.cpu_count() or 1
+    per_request = 1000 * workers / requests if requests else float("nan")
+    print(f"\nserver CPU: {workers:.1f} s in the gunicorn workers over the run "
+          f"({100 * workers / elapsed / cores:.0f}% of {cores} cores), "
+          f"{per_request:.1f} ms per request ({requests} requests)")  # fmt: skip
+    print(f"load generator CPU: {generator:.1f} s "
+          f"({100 * generator / elapsed / cores:.0f}% of {cores} cores)")  # fmt: skip
+    print(f"\n{'endpoint class (worker CPU per request)':44} {'requests':>8} {'ms/request':>10}")
+    for name, (n, spent) in sorted(classes.items(), key=lambda kv: -kv[1][1]):
+        print(f"{name:44} {int(n):>8} {1000 * spent / n if n else 0:>10.1f}")
+
+
 def _stats(prefix: str) -> list[dict[str, str]]:
     with open(f"{prefix}_stats.csv", newline="") as fh:
         return list(csv.DictReader(fh))
@@ -249,6 +315,12 @@ def main() -> int:
     parser.add_argument("--evaluators", type=int, default=3)
     parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument(
+        "--generator-nice",
+        type=int,
+        default=10,
+        help="niceness of the load generator (Locust), so that it does not starve the server",
+    )
     args = parser.parse_args()
     db = f"verity_load_{os.getpid()}"
     folder = Path(tempfile.mkdtemp(prefix="verity-load-"))
@@ -261,7 +333,9 @@ def main() -> int:
         "VERITY_VAR_DIR": str(folder / "var"),
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "PYTHONPATH": str(ROOT),
+        "VERITY_CPU_DIR": str(folder / "cpu"),
     }
+    (folder / "cpu").mkdir()
     counts = {"reviewers": args.reviewers, "editors": args.editors, "evaluators": args.evaluators}
     _admin_sql(args.server, f'CREATE DATABASE "{db}"')
     server = None
@@ -280,7 +354,7 @@ def main() -> int:
         server = subprocess.Popen(
             [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
              "--workers", str(args.workers), "--forwarded-allow-ips", "127.0.0.1",
-             "--timeout", "120"],
+             "--timeout", "120", "-c", str(ROOT / "bench" / "gunicorn_cpu.py")],
             cwd=ROOT, env=env, stderr=log,
         )  # fmt: skip
         # Each worker imports the URL conf (scipy among it) on its first request, which
@@ -300,6 +374,10 @@ def main() -> int:
         stop = threading.Event()
         sampler = threading.Thread(target=_load_sampler, args=(samples, stop), daemon=True)
         sampler.start()
+        workers = _worker_pids(server.pid)
+        cpu_before = _cpu_seconds(workers)
+        generator_before = _children_cpu()
+        nice = args.generator_nice
         started = time.time()
         subprocess.run(
             [str(BIN / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
@@ -307,10 +385,17 @@ def main() -> int:
              "--stop-timeout", "10", "--only-summary", "--csv", str(folder / "locust"),
              "--loglevel", "WARNING"],
             cwd=ROOT, check=False, timeout=args.duration + 180, stdout=subprocess.DEVNULL,
+            preexec_fn=(lambda: os.nice(nice)) if nice else None,
             env={**env, "VERITY_LOAD_CONFIG": str(config_path),
                  "VERITY_LOAD_ACKS": str(acks_path)},
         )  # fmt: skip
         elapsed = time.time() - started
+        generator_cpu = _children_cpu() - generator_before
+        cpu_after = _cpu_seconds(_worker_pids(server.pid))
+        # A worker that gunicorn replaced during the run is missing after it: its CPU
+        # until then is lost, so say so rather than print a figure that looks complete.
+        replaced = sorted(set(workers) - set(cpu_after))
+        workers_cpu = sum(cpu_after[p] - cpu_before.get(p, 0.0) for p in cpu_after)
         stop.set()
         samples.append(os.getloadavg()[0])
         server.terminate()
@@ -318,6 +403,10 @@ def main() -> int:
         server = None
         rows = _stats(str(folder / "locust"))
         failures, judge_p95 = _print_stats(rows, elapsed)
+        requests = sum(int(r["Request Count"]) for r in rows if r["Name"] == "Aggregated")
+        _print_cpu(workers_cpu, requests, elapsed, generator_cpu, _per_class_cpu(folder / "cpu"))
+        if replaced:
+            print(f"  (workers {replaced} were replaced during the run: their CPU is missing)")
         acks = json.loads(acks_path.read_text())
         print(f"\nduration {elapsed:.0f} s; {len(acks['judged'])} judgments acknowledged, "
               f"{sum(1 for _, v in acks['edits'] if v)} edits acknowledged, "

@@ -36,8 +36,14 @@ def lock_collection(collection_id: int) -> Collection:
 
 def lock_query(query_id: int) -> Query:
     if connection.vendor == "postgresql":
-        collection_id = Query.objects.values_list("collection_id", flat=True).get(pk=query_id)
-        share_collection(collection_id)
+        # The collection's shared lock by way of the query: one statement, not a read of
+        # the query's collection id first.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM {Collection._meta.db_table} c JOIN {Query._meta.db_table} q "
+                "ON q.collection_id = c.id WHERE q.id = %s FOR SHARE OF c",
+                [query_id],
+            )
     # of=("self",): lock the query row only, never the joined collection row.
     return (
         Query.objects.select_for_update(of=("self",)).select_related("collection").get(pk=query_id)

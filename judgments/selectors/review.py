@@ -6,10 +6,13 @@ Count()s over different joins, which multiply rows."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ..models import (
@@ -21,6 +24,7 @@ from ..models import (
     Query,
     QueryStatus,
     ReviewTask,
+    TaskSource,
     TaskStatus,
 )
 from .access import collections_for
@@ -219,12 +223,40 @@ def held_task_for(
 
 def task_for_review(collection: Collection, task_id: int, *, sources: bool = True) -> ReviewTask:
     """The task with its query and item, and its sources (best rank first) unless
-    ``sources=False``: one query each. ``ReviewTask.DoesNotExist`` unless it belongs to
-    the collection."""
+    ``sources=False``: one query, the sources read as a JSON array beside the task rather
+    than by a second query (``task.sources.all()`` answers from it). The collection is
+    ``collection`` (no read). ``ReviewTask.DoesNotExist`` unless it belongs to it."""
     tasks = ReviewTask.objects.filter(collection=collection).select_related("query", "item")
     if sources:
-        tasks = tasks.prefetch_related("sources")
-    return tasks.get(pk=task_id)
+        tasks = tasks.annotate(source_rows=RawSQL(_SOURCES_SQL[connection.vendor], []))
+    task = tasks.get(pk=task_id)
+    task.collection = collection
+    if sources:
+        rows = task.source_rows
+        if isinstance(rows, str | bytes):
+            rows = json.loads(rows)
+        task._prefetched_objects_cache = {
+            "sources": [TaskSource(task=task, label=r["label"], rank=r["rank"]) for r in rows or []]
+        }
+    return task
+
+
+# A task's sources in TaskSource's order (rank, then label; each database's NULL order,
+# as the ORM's ordering gives), as one JSON array.
+_TS = TaskSource._meta.db_table
+_RT = ReviewTask._meta.db_table
+_SOURCES_SQL = {
+    "postgresql": (
+        "SELECT COALESCE(json_agg(json_build_object('label', s.label, 'rank', s.rank) "
+        f"ORDER BY s.rank, s.label), '[]'::json) FROM {_TS} s "
+        f'WHERE s.task_id = "{_RT}"."id"'
+    ),
+    "sqlite": (
+        "SELECT json_group_array(json_object('label', s.label, 'rank', s.rank)) "
+        f"FROM (SELECT label, rank FROM {_TS} "
+        f'WHERE task_id = "{_RT}"."id" ORDER BY rank, label) s'
+    ),
+}
 
 
 def judgments_for_query(query: Query) -> QuerySet[Judgment]:

@@ -27,6 +27,7 @@ from .import_writes import IMPORT_BATCH_SIZE, PROGRESS_EVERY
 from .imports import ImportReport, import_collection_data
 from .judgments import (
     UndoneChange,
+    edit_judgment,
     judge_task,
     record_judgment,
     record_judgment_once,
@@ -73,6 +74,7 @@ __all__ = [
     "claim_next_task",
     "create_api_token",
     "create_collection",
+    "edit_judgment",
     "freeze_snapshot",
     "import_collection_data",
     "judge_task",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from ..models import (
     Assessment,
@@ -20,6 +23,12 @@ from ..models import (
 from ._common import User
 from .errors import InvariantError
 from .pooling import queue_pairs
+
+T = ReviewTask._meta.db_table
+
+
+def _db_time(now: datetime) -> object:
+    return connection.ops.adapt_datetimefield_value(now)
 
 
 def task_priority(*, best_rank: int | None, n_sources: int) -> int:
@@ -88,42 +97,36 @@ def claim_next_task(
         # subquery renames.
         tagged = Query.objects.filter(collection=collection).with_tag(tag)
         scope &= Q(query_id__in=list(tagged.values_list("pk", flat=True)))
-    held = list(
-        ReviewTask.objects.filter(
-            collection=collection,
-            status=TaskStatus.CLAIMED,
-            claimed_by=reviewer,
-            lease_expires_at__gt=now,
-        ).order_by("lease_expires_at")
+    held = ReviewTask.objects.filter(
+        collection=collection,
+        status=TaskStatus.CLAIMED,
+        claimed_by=reviewer,
+        lease_expires_at__gt=now,
     )
-    if held:
-        in_scope = (
-            held
-            if not scope
-            else list(ReviewTask.objects.filter(scope, pk__in=[t.pk for t in held]))
-        )
-        if in_scope:
-            return min(in_scope, key=lambda t: t.lease_expires_at)
-        ReviewTask.objects.filter(pk__in=[t.pk for t in held], claimed_by=reviewer).update(
+    if scope:
+        # Changing scope leaves nothing locked: what is held outside it goes back, unless
+        # a task inside it is held (that one is handed back below, the rest kept).
+        held.exclude(scope).filter(~Exists(held.filter(scope))).update(
             status=TaskStatus.PENDING, claimed_by=None, lease_expires_at=None, updated_at=now
         )
-    scoped = ReviewTask.objects.filter(scope, collection=collection)
-    open_tasks = scoped.exclude(skips__reviewer=reviewer)
+    held_in_scope = held.filter(scope).order_by("lease_expires_at", "pk")
+    open_tasks = ReviewTask.objects.filter(scope, collection=collection).exclude(
+        skips__reviewer=reviewer
+    )
     if collection.has_overlap:
         open_tasks = _blind_slots(open_tasks, reviewer)
+    open_tasks = open_tasks.filter(
+        Q(status=TaskStatus.PENDING) | Q(status=TaskStatus.CLAIMED, lease_expires_at__lte=now)
+    ).order_by("-priority", "pk")
+    choices = [(held_in_scope, False)]
     if current_query_id is not None:
-        task = _claim_first(open_tasks.filter(query_id=current_query_id), reviewer, lease)
-        if task is not None:
-            return task
+        choices.append((open_tasks.filter(query_id=current_query_id), True))
     held_by_others = ReviewTask.objects.filter(
         collection=collection, status=TaskStatus.CLAIMED, lease_expires_at__gt=now
     ).exclude(claimed_by=reviewer)
-    task = _claim_first(
-        open_tasks.exclude(query_id__in=held_by_others.values("query_id")), reviewer, lease
-    )
-    if task is not None:
-        return task
-    return _claim_first(open_tasks, reviewer, lease)
+    choices.append((open_tasks.exclude(query_id__in=held_by_others.values("query_id")), True))
+    choices.append((open_tasks, True))
+    return _claim_first(choices, reviewer=reviewer, now=now, lease=lease)
 
 
 def _blind_slots(tasks: QuerySet[ReviewTask], reviewer: User) -> QuerySet[ReviewTask]:
@@ -147,35 +150,83 @@ def _blind_slots(tasks: QuerySet[ReviewTask], reviewer: User) -> QuerySet[Review
 
 
 def _claim_first(
-    tasks: QuerySet[ReviewTask], reviewer: User, lease: timedelta
+    choices: list[tuple[QuerySet[ReviewTask], bool]],
+    *,
+    reviewer: User,
+    now: datetime,
+    lease: timedelta,
 ) -> ReviewTask | None:
-    """Claim the highest-priority open task among ``tasks`` by compare-and-set."""
-    for _ in range(20):
-        now = timezone.now()
-        with transaction.atomic():
-            open_tasks = tasks.filter(
-                Q(status=TaskStatus.PENDING)
-                | Q(status=TaskStatus.CLAIMED, lease_expires_at__lte=now)
-            ).order_by("-priority", "pk")
-            if connection.features.has_select_for_update_skip_locked:
-                open_tasks = open_tasks.select_for_update(skip_locked=True, of=("self",))
-            task = open_tasks.first()
-            if task is None:
-                return None
-            won = ReviewTask.objects.filter(
-                pk=task.pk, status=task.status, lease_expires_at=task.lease_expires_at
-            ).update(
-                status=TaskStatus.CLAIMED,
-                claimed_by=reviewer,
-                lease_expires_at=now + lease,
-                claimed_at=now,
-                updated_at=now,
-            )
-            if won == 1:
-                task.status, task.claimed_by = TaskStatus.CLAIMED, reviewer
-                task.lease_expires_at, task.updated_at = now + lease, now
-                return task
-    return None
+    """Claim the first task of the first choice that has one, in one statement:
+    ``UPDATE … WHERE id = COALESCE((choice 1), (choice 2), …) RETURNING``, each choice
+    the pk of its first task (``LIMIT 1``), and on PostgreSQL locked with ``FOR UPDATE
+    SKIP LOCKED`` so that concurrent reviewers pass each other's rows instead of queueing
+    behind them; COALESCE evaluates a choice only when the ones before it found nothing.
+    A choice marked ``False`` is a task this reviewer holds already: handed back as it is
+    (no new lease). The UPDATE checks the task is still open (compare-and-set), so no
+    task is ever held by two reviewers; on SQLite the one statement is atomic anyway."""
+    lock = ""
+    if connection.features.has_select_for_update_skip_locked:
+        lock = f" FOR UPDATE OF {connection.ops.quote_name(T)} SKIP LOCKED"
+    parts, params = [], []
+    for tasks, locked in choices:
+        compiler = tasks.values("pk")[:1].query.get_compiler(connection=connection)
+        try:
+            sql, sub_params = compiler.as_sql()
+        except EmptyResultSet:  # e.g. a tag no query has: this choice can find nothing
+            continue
+        parts.append(f"({sql}{lock if locked else ''})")
+        params.extend(sub_params)
+    if not parts:
+        return None
+    parts.append("NULL")  # COALESCE wants two arguments at least
+    at, until = _db_time(now), _db_time(now + lease)
+    mine = "status = %s AND claimed_by_id = %s AND lease_expires_at > %s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {T} SET
+                status = %s,
+                lease_expires_at = CASE WHEN {mine} THEN lease_expires_at ELSE %s END,
+                claimed_at = CASE WHEN {mine} THEN claimed_at ELSE %s END,
+                updated_at = CASE WHEN {mine} THEN updated_at ELSE %s END,
+                claimed_by_id = %s
+            WHERE id = COALESCE({", ".join(parts)})
+              AND (status = %s OR (status = %s AND (lease_expires_at <= %s
+                                                    OR claimed_by_id = %s)))
+            RETURNING {", ".join(c for _, c in _COLUMNS)}
+            """,
+            [TaskStatus.CLAIMED,
+             TaskStatus.CLAIMED, reviewer.pk, at, until,
+             TaskStatus.CLAIMED, reviewer.pk, at, at,
+             TaskStatus.CLAIMED, reviewer.pk, at, at,
+             reviewer.pk,
+             *params,
+             TaskStatus.PENDING, TaskStatus.CLAIMED, at, reviewer.pk],
+        )  # fmt: skip
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = [
+        _aware(v) if name in _TIMES else v for (name, _), v in zip(_COLUMNS, row, strict=True)
+    ]
+    task = ReviewTask.from_db(connection.alias, [name for name, _ in _COLUMNS], values)
+    task.claimed_by = reviewer
+    return task
+
+
+_COLUMNS = [(f.attname, f.column) for f in ReviewTask._meta.concrete_fields]
+_TIMES = {
+    f.attname for f in ReviewTask._meta.concrete_fields if f.get_internal_type() == "DateTimeField"
+}
+
+
+def _aware(value: Any) -> Any:
+    """A datetime from a raw row: SQLite hands back text in UTC."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is not None and timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
 
 
 @transaction.atomic

@@ -93,10 +93,13 @@ def grade_item(
         )
     except InvariantError as e:
         return Graded(error=f"Not saved: {e}.", status=400)
-    change = change_that_made(judgment, request.user)
+    # The services say which history row they wrote; read it only if one did not.
+    change_id = getattr(judgment, "change_id", None)
+    if change_id is None:
+        change_id = change_that_made(judgment, request.user).pk
     return Graded(
         judgment=judgment,
-        change_id=change.pk,
+        change_id=change_id,
         message=f"Saved {_grade_label(collection, judgment.grade)} for item "
         f"'{item.external_id}' (version {judgment.version}) of query '{query.external_id}'.",
     )

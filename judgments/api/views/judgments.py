@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from judgments.models import ChangeSource, Judgment
 from judgments.services import (
     JudgmentConflict,
-    record_judgment,
+    edit_judgment,
     record_judgment_once,
     remove_judgment,
 )
@@ -29,7 +29,7 @@ from .. import serializers as s
 from ..errors import ApiError
 from ..filters import JudgmentFilter
 from ..permissions import CollectionScoped
-from .common import NamedLookup, error
+from .common import NamedLookup, error, not_found
 
 ETAG_RE = re.compile(r'(?:W/)?"?([0-9]{1,18})"?')
 
@@ -127,9 +127,8 @@ def judgment_conflict(code: int, conflict: JudgmentConflict, slug: str) -> ApiEr
 
 
 def judgment_response(judgment: Judgment, *, created: bool, slug: str, replayed: bool) -> Response:
-    judgment = Judgment.objects.select_related("query__collection", "item", "reviewer").get(
-        pk=judgment.pk
-    )
+    """The judgment as the services return it: with its query (and collection), item and
+    reviewer loaded, the values it was stored with; no read back."""
     response = Response(
         s.JudgmentSerializer(judgment).data,
         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -215,20 +214,27 @@ class JudgmentViewSet(
         return judgment_response(judgment, created=created, slug=slug, replayed=not created)
 
     def partial_update(self, request: Request, slug: str, pk: int) -> Response:
-        judgment = self.get_object()
-        expected = if_match_version(request)
+        try:
+            expected = if_match_version(request)
+        except ApiError:
+            self.get_object()  # an unknown judgment answers 404 before a missing If-Match
+            raise
         data = s.JudgmentUpdateInput(data=request.data, context={"collection": self.collection})
         data.is_valid(raise_exception=True)
         try:
-            judgment = record_judgment(
-                query=judgment.query,
-                item=judgment.item,
-                grade=data.validated_data.get("grade", judgment.grade),
-                note=data.validated_data.get("note", judgment.note),
+            # By pk: the service's one locking read finds the judgment (404 if it is not
+            # this collection's), so no read of it here first.
+            judgment = edit_judgment(
+                collection=self.collection,
+                judgment_id=pk,
+                grade=data.validated_data.get("grade"),
+                note=data.validated_data.get("note"),
                 reviewer=request.user,
                 expected_version=expected,
                 source=ChangeSource.API,
             )
+        except Judgment.DoesNotExist:
+            raise not_found(f"{self.lookup_what} '{pk}'") from None
         except JudgmentConflict as conflict:
             raise judgment_conflict(412, conflict, slug) from None
         return judgment_response(judgment, created=False, slug=slug, replayed=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -15,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judgments.models import ChangeSource, Judgment, Query, ReviewTask
+from judgments.selectors import task_for_review
 from judgments.services import (
     JudgmentConflict,
     assess_task,
@@ -27,7 +30,7 @@ from .. import serializers as s
 from ..errors import ApiError
 from ..filters import TaskFilter
 from ..permissions import CollectionScoped
-from .common import NamedLookup, error
+from .common import NamedLookup, error, not_found
 from .judgments import (
     CONFLICT_CREATE,
     ETAG_HEADER,
@@ -102,7 +105,9 @@ class TaskViewSet(
         )
         if task is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(self.get_serializer(self.get_queryset().get(pk=task.pk)).data)
+        shown = task_for_review(self.collection, task.pk)
+        shown.claimed_by = request.user  # claim_next_task hands out only the caller's
+        return Response(self.get_serializer(shown).data)
 
     @extend_schema(
         summary="Give back a task you hold; it is not offered to you again.",
@@ -130,42 +135,50 @@ class TaskViewSet(
         },
     )
     def judge(self, request: Request, slug: str, pk: int) -> Response:
-        task = self.get_object()
         data = s.TaskJudgeInput(data=request.data, context={"collection": self.collection})
         data.is_valid(raise_exception=True)
         v = data.validated_data
         if self.collection.has_overlap:
-            assessment = assess_task(
-                task=task,
-                reviewer=request.user,
-                grade=v["grade"],
-                note=v["note"],
-                source=ChangeSource.API,
-            )
-            resolved = Judgment.objects.filter(
-                query_id=task.query_id, item_id=task.item_id
-            ).values_list("grade", flat=True)
-            return Response(
-                {
-                    "query": task.query.external_id,
-                    "item": task.item.external_id,
-                    "assessor": request.user.get_username(),
-                    "grade": assessment.grade,
-                    "version": assessment.version,
-                    "resolved_grade": resolved.first(),
-                },
-                status=status.HTTP_202_ACCEPTED,
-            )
+            return self._assess(request, self.get_object(), v)
         key = idempotency_key(request, v.get("client_key"))
         try:
+            # By pk: the service's one locking read finds the task (404 if it is not
+            # this collection's), so no read of it here first.
             judgment, created = judge_task(
-                task=task,
+                task=pk,
+                collection=self.collection,
                 reviewer=request.user,
                 grade=v["grade"],
                 note=v["note"],
                 client_key=key,
                 source=ChangeSource.API,
             )
+        except ReviewTask.DoesNotExist:
+            raise not_found(f"{self.lookup_what} '{pk}'") from None
         except JudgmentConflict as conflict:
             raise judgment_conflict(409, conflict, slug) from None
         return judgment_response(judgment, created=created, slug=slug, replayed=not created)
+
+    def _assess(self, request: Request, task: ReviewTask, v: dict[str, Any]) -> Response:
+        """Several assessors per item: the grade is the reviewer's blind assessment."""
+        assessment = assess_task(
+            task=task,
+            reviewer=request.user,
+            grade=v["grade"],
+            note=v["note"],
+            source=ChangeSource.API,
+        )
+        resolved = Judgment.objects.filter(
+            query_id=task.query_id, item_id=task.item_id
+        ).values_list("grade", flat=True)
+        return Response(
+            {
+                "query": task.query.external_id,
+                "item": task.item.external_id,
+                "assessor": request.user.get_username(),
+                "grade": assessment.grade,
+                "version": assessment.version,
+                "resolved_grade": resolved.first(),
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
