@@ -87,6 +87,7 @@ def test_a_second_judge_of_the_same_name_is_a_form_error(root):
         "backoff": 1,
         "temperature": 0,
         "prompt_version": "umbrela-v1",
+        "max_tokens": 512,
         "show_in_queue": "on",
     }
     fresh = root.post("/admin/judges/judgeconfig/add/", {**form, "name": "second"})
@@ -119,6 +120,7 @@ def test_the_judges_page_refuses_a_second_judge_of_the_same_name(client):
         "backoff": 1,
         "temperature": 0,
         "prompt_version": "umbrela-v1",
+        "max_tokens": 512,
     }
     answer = client.post("/c/judged/judges/new/", form)
     assert answer.status_code == 200
