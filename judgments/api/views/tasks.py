@@ -61,6 +61,8 @@ class TaskViewSet(
         tasks = ReviewTask.objects.filter(collection=self.collection)
         if self.action in ("judge", "skip"):
             return tasks  # the service reads what it needs under its locks
+        if not self.sees_labels:  # blind: the tasks they are given, not the others' states
+            tasks = tasks.filter(claimed_by=self.request.user)
         return (
             tasks.select_related("query", "item", "claimed_by")
             .prefetch_related("sources")
@@ -152,7 +154,8 @@ class TaskViewSet(
                     "assessor": request.user.get_username(),
                     "grade": assessment.grade,
                     "version": assessment.version,
-                    "resolved_grade": resolved.first(),
+                    # the resolved label would tell the others' grades (blind)
+                    "resolved_grade": resolved.first() if self.sees_labels else None,
                 },
                 status=status.HTTP_202_ACCEPTED,
             )
