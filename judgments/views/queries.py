@@ -94,6 +94,8 @@ def _render_query(
     # With several assessors per item, a reviewer sees their own assessments and the
     # tasks they are given, never the resolved labels or a pair's state (the one rule).
     blind = not may_see_labels(request.user, collection)
+    if blind and error_item:
+        error_item = ""  # its row may not be listed for them: say it at the top
     judged = [
         {
             "judgment": j,
@@ -336,10 +338,9 @@ def query_detail(request: HttpRequest, collection: Collection, external_id: str)
     if request.method == "GET":
         return _render_query(request, collection, query)
     _require_labeler(request)
-    if request.POST.get("action") in ("grade", "status"):
-        # A grade here sets the label directly (and a conflict would show it), and the
-        # status rule reads the labels (its refusal would tell them): with several
-        # assessors per item, a reviewer assesses in the queue instead.
+    if request.POST.get("action") == "status":
+        # the status rule reads the labels (its refusal would tell them); a grade here
+        # is the reviewer's own assessment with several assessors per item
         require_labels(request, collection)
     action = _QUERY_ACTIONS.get(request.POST.get("action", ""))
     if action is None:
