@@ -147,6 +147,8 @@ class ProposalsView(JudgeScoped, generics.ListAPIView):
 
 @extend_schema(tags=["judges"])
 class CalibrationView(JudgeScoped, APIView):
+    labels = True
+
     @extend_schema(
         summary="The judge's calibration report against the human labels.",
         description="pairs, kappa, kappa_quadratic, alpha_ordinal (null with a reason where "

@@ -195,7 +195,7 @@ def proposal_list(request: HttpRequest, collection: Collection, judge: str) -> H
 
 
 @require_GET
-@member_view()
+@member_view(labels=True)
 def calibration_page(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
     config = _judge(collection, judge)
     report = calibration_of(collection, config.name)

@@ -23,7 +23,13 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission, IsAuthenticated
 
 from judgments.models import Collection, Role, role_allows
-from judgments.selectors import collections_for, role_of
+from judgments.selectors import collections_for, may_see_labels, role_of
+
+BLIND_REFUSAL = (
+    "Collection '{slug}' has several assessors per item and keeps them blind: a reviewer "
+    "sees their own assessments and tasks, never the resolved labels or anything derived "
+    "from them. This needs the evaluator role."
+)
 
 
 class HasCollectionRole(BasePermission):
@@ -40,6 +46,8 @@ class HasCollectionRole(BasePermission):
                 f"This needs the {needed} role in collection '{collection.slug}'; you are "
                 f"{held}. Ask an admin of the collection to change your role."
             )
+        if view.shows_labels() and not view.sees_labels:
+            raise exceptions.PermissionDenied(BLIND_REFUSAL.format(slug=collection.slug))
         return True
 
 
@@ -50,6 +58,9 @@ class CollectionScoped:
 
     permission_classes = [IsAuthenticated, HasCollectionRole]
     required_roles: dict[str, str] = {}
+    #: The answer shows labels or figures derived from them: ``True`` for every action,
+    #: or the actions (or methods) that do. Refused to whom ``may_see_labels`` refuses.
+    labels: bool | frozenset[str] = False
 
     kwargs: dict[str, Any]
     request: Any
@@ -77,6 +88,16 @@ class CollectionScoped:
                 "collections you are a member of."
             )
         return found
+
+    def shows_labels(self) -> bool:
+        if isinstance(self.labels, bool):
+            return self.labels
+        return bool({getattr(self, "action", None), self.request.method} & self.labels)
+
+    @cached_property
+    def sees_labels(self) -> bool:
+        """``may_see_labels``: with several assessors per item, evaluators and admins."""
+        return may_see_labels(self.request.user, self.collection)
 
     @cached_property
     def role(self) -> str | None:

@@ -28,6 +28,7 @@ from judgments.models import (
     Snapshot,
 )
 from judgments.resolution import POLICIES
+from judgments.selectors import may_adjudicate, may_see_labels
 from verity_limits import ID_MAX, INT32_MAX, NAME_MAX, NOTE_MAX
 
 CLIENT_KEY_HELP = (
@@ -74,7 +75,8 @@ class CollectionSerializer(serializers.ModelSerializer):
     n_relevant = serializers.IntegerField(read_only=True)
     n_no_answer = serializers.IntegerField(read_only=True)
     n_unresolved = serializers.SerializerMethodField(
-        help_text="Pairs assessed by every assessor that await an adjudicator now."
+        help_text="Pairs assessed by every assessor that await an adjudicator now; null for "
+        "a reviewer of a blind collection who does not adjudicate (several assessors)."
     )
 
     class Meta:
@@ -103,7 +105,10 @@ class CollectionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_n_unresolved(self, obj: Collection) -> int:
+    def get_n_unresolved(self, obj: Collection) -> int | None:
+        user = self.context["request"].user
+        if not (may_see_labels(user, obj) or may_adjudicate(user, obj)):
+            return None  # which pairs disagree is the adjudicators' (blind)
         return AdjudicationTask.objects.filter(
             collection=obj, status=AdjudicationStatus.OPEN
         ).count()
@@ -217,7 +222,11 @@ class QuerySerializer(serializers.ModelSerializer):
     evidence = serializers.SerializerMethodField(
         help_text="The evidence condition as AND-groups of item ids, or null."
     )
-    n_judgments = serializers.IntegerField(read_only=True)
+    n_judgments = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="Judged pairs; null for a reviewer of a blind collection (several assessors).",
+    )
 
     class Meta:
         model = Query
@@ -456,6 +465,25 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+
+    #: What a snapshot's labels decide (its hash, its counts of labels and of pairs
+    #: awaiting adjudication): left out for whom ``may_see_labels`` refuses.
+    LABEL_FIELDS = (
+        "content_hash",
+        "n_judgments",
+        "n_human_labels",
+        "model_labels",
+        "n_unjudged",
+        "n_unresolved",
+    )
+
+    def to_representation(self, instance: Snapshot) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if self.context.get("blind"):
+            for name in self.LABEL_FIELDS:
+                data.pop(name, None)
+            data["label"] = f"v{instance.number}"
+        return data
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_created_by(self, obj: Snapshot) -> str | None:

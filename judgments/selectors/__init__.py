@@ -10,6 +10,7 @@ from .access import (
     may_adjudicate,
     may_score,
     may_see_assessments,
+    may_see_labels,
     role_of,
 )
 from .assessments import (
@@ -100,6 +101,7 @@ __all__ = [
     "may_adjudicate",
     "may_score",
     "may_see_assessments",
+    "may_see_labels",
     "one_assessor",
     "open_adjudications",
     "open_count_shown",

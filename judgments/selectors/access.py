@@ -54,6 +54,21 @@ def may_see_assessments(user: Any, collection: Collection) -> bool:
     return may(user, collection, Role.EVALUATOR)
 
 
+def may_see_labels(user: Any, collection: Collection) -> bool:
+    """Who may see a collection's labels (judgments: resolved labels), or anything derived
+    from them (a pair's state, its history, snapshot contents and diffs, qrels, scores).
+    With one assessor per item: every member. With several: only those who may see the
+    assessments (``may_see_assessments``); a plain reviewer knows their own grade, so the
+    resolved label, or whether a pair they assessed is resolved or awaits adjudication,
+    would tell them the other assessors' grades. They see their own assessments and the
+    tasks they are given; an adjudicator also sees the assessments of the pairs they
+    decide, on the adjudication queue. The one rule every page, API answer and export
+    asks before showing a label."""
+    if not collection.has_overlap:
+        return True
+    return may_see_assessments(user, collection)
+
+
 def may_score(user: Any, collection: Any) -> bool:
     """Scoring stores evaluations: an evaluator's action (``Role.EVALUATOR``)."""
     return may(user, collection, Role.EVALUATOR)

@@ -22,6 +22,7 @@ from ..selectors import (
     collections_with_review_progress,
     may_adjudicate,
     may_see_assessments,
+    may_see_labels,
     open_adjudications,
     queries_with_progress,
     query_tags_of,
@@ -56,9 +57,10 @@ def collection_detail(request: HttpRequest, collection: Collection) -> HttpRespo
     page = Paginator(queries, QUERIES_PER_PAGE).get_page(request.GET.get("page"))
     n_open, n_claimed = queue_progress(collection)
     bulk = request.GET.get("bulk", "")
+    blind = not may_see_labels(request.user, collection)
     plan = (
         status_change_plan(collection, bulk, among=status or None, tag=tag or None)
-        if bulk in QueryStatus.values
+        if bulk in QueryStatus.values and not blind
         else None
     )
     return render(
@@ -66,6 +68,7 @@ def collection_detail(request: HttpRequest, collection: Collection) -> HttpRespo
         "judgments/collection.html",
         {
             "collection": collection,
+            "blind": blind,
             "page": page,
             "status": status,
             "tag": tag,
@@ -99,7 +102,7 @@ def _overlap_context(request: HttpRequest, collection: Collection) -> dict[str, 
 
 
 @require_POST
-@member_view(label=True)
+@member_view(label=True, labels=True)  # the status rule reads the labels
 def bulk_status(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Set one review status on every query the page's filters show (``set_query_statuses``:
     the ones the status rule refuses stay as they are, and the answer says why)."""

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 from ..extensions import run_names
 from ..highlight import highlight
 from ..models import Collection, Judgment, Membership, ReviewTask, Role, role_allows
-from ..selectors import role_of
+from ..selectors import may_see_labels, role_of
 from ..services import JudgmentConflict
 
 # -- access ---------------------------------------------------------------------------------
@@ -40,10 +40,12 @@ def wants_json(request: HttpRequest) -> bool:
     return accept.split(",")[0].strip().startswith("application/json")
 
 
-def member_view(*, label: bool = False) -> Callable[..., Any]:
+def member_view(*, label: bool = False, labels: bool = False) -> Callable[..., Any]:
     """Resolve ``slug`` to a collection the user is a member of, else 404 (a non-member
     learns nothing, not even that it exists). ``label`` also needs the reviewer role;
-    every role includes it today, but the rule is stated where it is enforced."""
+    every role includes it today, but the rule is stated where it is enforced.
+    ``labels``: the page shows the collection's labels or figures derived from them, so
+    it needs ``may_see_labels`` (with several assessors per item: evaluators and admins)."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
@@ -67,6 +69,8 @@ def member_view(*, label: bool = False) -> Callable[..., Any]:
             request.collection = collection  # type: ignore[attr-defined]  # for the 403 page
             if label:
                 _require_labeler(request)
+            if labels:
+                require_labels(request, collection)
             return view(request, collection, *args, **kwargs)
 
         return wrapper
@@ -84,6 +88,20 @@ def _collection_and_role(user: Any, slug: str) -> tuple[Collection | None, str |
     membership = Membership.objects.filter(collection=OuterRef("pk"), user=user)
     collection = found.annotate(held_role=Subquery(membership.values("role")[:1])).first()
     return collection, collection.held_role if collection is not None else None
+
+
+BLIND_REFUSAL = (
+    "This collection has several assessors per item and keeps them blind: a reviewer sees "
+    "their own assessments (the review queue, the query page), never the resolved labels "
+    "or anything derived from them. This needs the evaluator role."
+)
+
+
+def require_labels(request: HttpRequest, collection: Collection) -> None:
+    """Refuse a page that shows labels to a reviewer of a blind collection (the one rule,
+    ``may_see_labels``)."""
+    if not may_see_labels(request.user, collection):
+        raise RoleRequired(BLIND_REFUSAL, role=Role.EVALUATOR)
 
 
 def _require_labeler(request: HttpRequest) -> None:

@@ -28,6 +28,7 @@ from ..selectors import (
     evidence_of,
     item_in,
     judgments_for_query,
+    may_see_labels,
     open_tasks_for_query,
     own_assessments,
     query_in,
@@ -48,6 +49,7 @@ from .common import (
     _require_labeler,
     _sources,
     member_view,
+    require_labels,
 )
 from .grading import grade_item
 
@@ -89,6 +91,11 @@ def _render_query(
     assessment_error: str = "",
 ) -> HttpResponse:
     terms = query_terms(query.text)
+    # With several assessors per item, a reviewer sees their own assessments and the
+    # tasks they are given, never the resolved labels or a pair's state (the one rule).
+    blind = not may_see_labels(request.user, collection)
+    if blind and error_item:
+        error_item = ""  # its row may not be listed for them: say it at the top
     judged = [
         {
             "judgment": j,
@@ -97,14 +104,17 @@ def _render_query(
             "label": _grade_label(collection, j.grade),
             "last_set": _last_set(collection, j),
         }
-        for j in judgments_for_query(query)
+        for j in ([] if blind else judgments_for_query(query))
     ]
     # One row per item, however many assessors' slots it has open; with several
     # assessors, who holds a slot is not shown (it would tell who else assesses it).
     waiting: list[dict[str, Any]] = []
     by_item: dict[int, dict[str, Any]] = {}
     runs = run_names(collection.pk)
+    assessed = set(own_assessments(query, request.user).values_list("item_id", flat=True))
     for t in open_tasks_for_query(query):
+        if blind and t.item_id in assessed:
+            continue  # whether the others have assessed it yet is theirs
         row = by_item.get(t.item_id)
         if row is None:
             row = by_item[t.item_id] = {
@@ -127,7 +137,9 @@ def _render_query(
             "hit": hit,
             "title_html": _marked(hit.item.title, search_terms),
             "text_html": _marked(hit.item.text, search_terms),
-            "label": _grade_label(collection, hit.judgment.grade) if hit.judgment else "",
+            "label": _grade_label(collection, hit.judgment.grade)
+            if hit.judgment and not blind
+            else "",
         }
         for hit in (search_items(collection, search, query=query) if search else ())
     ]
@@ -155,6 +167,7 @@ def _render_query(
         {
             "collection": collection,
             "query": query,
+            "blind": blind,
             "judged": judged,
             "waiting": waiting,
             "search": search,
@@ -325,6 +338,10 @@ def query_detail(request: HttpRequest, collection: Collection, external_id: str)
     if request.method == "GET":
         return _render_query(request, collection, query)
     _require_labeler(request)
+    if request.POST.get("action") == "status":
+        # the status rule reads the labels (its refusal would tell them); a grade here
+        # is the reviewer's own assessment with several assessors per item
+        require_labels(request, collection)
     action = _QUERY_ACTIONS.get(request.POST.get("action", ""))
     if action is None:
         return HttpResponse(

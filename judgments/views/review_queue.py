@@ -496,7 +496,7 @@ def _undo_assessment(queue: Queue, entry: str) -> HttpResponse:
 
 
 @require_POST
-@member_view(label=True)
+@member_view(label=True, labels=True)  # the status rule reads the labels
 def review_settle(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Set the review status of the query just finished (``set_query_status``, with its
     history row), then start the next query."""

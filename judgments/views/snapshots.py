@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from verity_limits import NOTE_MAX
 
 from ..models import Collection, QueryStatus, Role, Snapshot, SnapshotMember
-from ..selectors import diff_snapshots, may_score, snapshot_of
+from ..selectors import diff_snapshots, may_score, may_see_labels, snapshot_of
 from ..tasks import start_freeze
 from .common import RoleRequired, member_view
 
@@ -53,6 +53,7 @@ def snapshot_list(request: HttpRequest, collection: Collection) -> HttpResponse:
         {
             "collection": collection,
             "rows": rows,
+            "blind": not may_see_labels(request.user, collection),
             "may_freeze": may_score(request.user, collection),
             "numbers": [s.number for s in snapshots],
         },
@@ -84,7 +85,7 @@ def snapshot_diff_pick(request: HttpRequest, collection: Collection) -> HttpResp
 
 
 @require_GET
-@member_view()
+@member_view(labels=True)
 def snapshot_diff(request: HttpRequest, collection: Collection, a: int, b: int) -> HttpResponse:
     try:
         old, new = snapshot_of(collection, a), snapshot_of(collection, b)

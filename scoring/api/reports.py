@@ -100,6 +100,8 @@ def _csv(text: str, filename: str) -> HttpResponse:
 class EvaluationReportApi(CollectionScoped, APIView):
     """One evaluation's full report (``scoring.reports.build_report``)."""
 
+    labels = True
+
     @extend_schema(
         operation_id="evaluation_report",
         parameters=[FORMAT],
@@ -140,6 +142,8 @@ class RunDiagnosisApi(CollectionScoped, APIView):
     """Where each relevant item of a run was lost, with each stage's scores at the same
     parameters. GET reads what is stored and never scores: a stage not scored at these
     parameters shows ``evaluation: null``. POST (evaluator) scores those stages as a job."""
+
+    labels = True
 
     required_roles = {"POST": Role.EVALUATOR}
 
@@ -197,6 +201,8 @@ class RunDiagnosisApi(CollectionScoped, APIView):
 class EvaluationCompareApi(CollectionScoped, APIView):
     """Paired comparison of evaluations a and b (a - b per query); refused, with every
     reason, unless both measure the same thing."""
+
+    labels = True
 
     @extend_schema(
         operation_id="evaluation_compare",

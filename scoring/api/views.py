@@ -234,6 +234,7 @@ def report_of(evaluation: Evaluation, slug: str, **extra: Any) -> dict[str, Any]
 class EvaluationViewSet(
     CollectionScoped, NamedLookup, mixins.ListModelMixin, viewsets.GenericViewSet
 ):
+    labels = True
     serializer_class = s.EvaluationSummarySerializer
     required_roles = {"create": Role.EVALUATOR}
     lookup_field = "pk"

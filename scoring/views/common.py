@@ -16,6 +16,9 @@ from judgments.views.common import member_view
 #: Resolve ``slug`` to a collection the user is a member of (any role), else 404: the
 #: reviewer pages' check (``judgments.views.common.member_view``), not a second one.
 member_page = member_view()
+#: The same, for pages that show labels or scores derived from them: with several
+#: assessors per item, only for those who may see the labels (``may_see_labels``).
+label_page = member_view(labels=True)
 
 
 class BadParameter(ValueError):

@@ -22,12 +22,12 @@ from .common import (
     _collection_url,
     _data_response,
     int_param,
-    member_page,
+    label_page,
 )
 
 
 @require_GET
-@member_page
+@label_page
 def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
     evaluations = evaluations_of(collection)[:500]
     may_score = reports.may_score(request.user, collection)
@@ -112,7 +112,7 @@ def _stage_choices(collection: Collection) -> list[tuple[str, str]]:
 
 
 @require_POST
-@member_page
+@label_page
 def compare_score(request: HttpRequest, collection: Collection) -> HttpResponse:
     """Score run b's stage as evaluation a was scored (a job), then show the comparison;
     when that evaluation exists already, show the comparison at once."""

@@ -23,7 +23,7 @@ from .common import (
     _collection_url,
     _data_response,
     int_param,
-    member_page,
+    label_page,
 )
 
 #: The diagnosis page lists this many relevant items; the CSV and JSON hold all of them.
@@ -54,7 +54,7 @@ def _diagnosis_request(
 
 
 @require_GET
-@member_page
+@label_page
 def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
     """The diagnosis from what is stored; it never scores (a GET writes nothing). Stages
     with no evaluation at these parameters are named, and an evaluator may score them
@@ -104,7 +104,7 @@ def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> Ht
 
 
 @require_POST
-@member_page
+@label_page
 def diagnosis_score(request: HttpRequest, collection: Collection, name: str) -> HttpResponse:
     """Score the stages the diagnosis lacks (evaluators), as a job that lands back on the
     diagnosis when it is done."""

@@ -18,11 +18,11 @@ from ..forms import EvaluationForm
 from ..models import Evaluation
 from ..selectors import ScoringInputError, evaluation_in, evaluations_of, scoring_inputs
 from ..tasks import start_scoring
-from .common import _collection_url, _data_response, member_page
+from .common import _collection_url, _data_response, label_page, member_page
 
 
 @require_GET
-@member_page
+@label_page
 def evaluation_list(request: HttpRequest, collection: Collection) -> HttpResponse:
     evaluations = evaluations_of(collection)[:500]
     return render(
@@ -86,7 +86,7 @@ def evaluation_new(request: HttpRequest, collection: Collection) -> HttpResponse
 
 
 @require_GET
-@member_page
+@label_page
 def evaluation_detail(request: HttpRequest, collection: Collection, pk: int) -> HttpResponse:
     try:
         evaluation = evaluation_in(collection, pk)

@@ -19,7 +19,14 @@ from ..forms import RunUploadForm
 from ..models import RankedList, Run
 from ..selectors import run_by_name, stage_lists_of, stages_in_order
 from ..tasks import start_run_import
-from .common import BadParameter, _bad_request, _collection_url, int_param, member_page
+from .common import (
+    BadParameter,
+    _bad_request,
+    _collection_url,
+    int_param,
+    label_page,
+    member_page,
+)
 
 #: Items of a ranked list shown per stage (the rest is counted, not listed).
 LIST_SHOWN = 200
@@ -135,7 +142,7 @@ def run_detail(request: HttpRequest, collection: Collection, name: str) -> HttpR
 
 
 @require_GET
-@member_page
+@label_page
 def ranked_list(request: HttpRequest, collection: Collection, name: str, qid: str) -> HttpResponse:
     """One query's ranked list in every stage of the run, each item with its grade (or
     "unjudged"), and the relevant items the run missed."""

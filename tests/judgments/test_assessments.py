@@ -347,14 +347,16 @@ def test_the_api_judges_a_task_as_a_blind_assessment_with_several_assessors(over
         )
     assert [a.status_code for a in answers] == [202, 202]
     assert answers[0].json()["resolved_grade"] is None  # one of two: not resolved
+    # resolved, but a plain reviewer is not told the label (issue 22 item 2, blind)
     assert answers[1].json() == {
         "query": "q1",
         "item": "d1",
         "assessor": "ben",
         "grade": 1,
         "version": 1,
-        "resolved_grade": 1,
+        "resolved_grade": None,
     }
+    assert Judgment.objects.get().grade == 1
 
 
 def test_the_queue_says_what_is_left_for_the_other_assessors(overlap, client):

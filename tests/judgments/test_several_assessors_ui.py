@@ -224,7 +224,9 @@ def test_the_query_page_lists_an_item_once_and_hides_who_holds_a_slot(world):
 
     waiting = html.split('id="waiting"')[1].split("</section>")[0]
     assert waiting.count('data-waiting aria-label="Item i1') == 1
-    assert "ben" not in waiting and "2 assessments still to come" in waiting
+    # how many of a pair's assessments are still to come is the pair's state: not for a
+    # plain reviewer (issue 22 item 2, ``may_see_labels``)
+    assert "ben" not in waiting and "still to come" not in waiting
 
 
 def test_a_label_resolved_by_policy_says_so(world):
@@ -233,14 +235,15 @@ def test_a_label_resolved_by_policy_says_so(world):
     for name in ("ana", "ben"):
         record_assessment(query=query, item=items[0], grade=2, assessor=users[name])
 
-    html = (
-        client_of(users["ada"])
-        .get(reverse("judgments:query", args=[collection.slug, "q1"]))
-        .content.decode()
-    )
+    eve = make_user("eve")
+    set_membership(collection=collection, user=eve, role=Role.EVALUATOR)
+    url = reverse("judgments:query", args=[collection.slug, "q1"])
+    html = client_of(eve).get(url).content.decode()
 
     cell = html.split("data-last-set>")[1].split("<br>")[0]
     assert cell == "resolved by the adjudicate policy"
+    # a plain reviewer, even one who adjudicates, sees no resolved label (issue 22 item 2)
+    assert "data-last-set>" not in client_of(users["ada"]).get(url).content.decode()
 
 
 def test_pairs_awaiting_adjudication_are_unjudged_in_counts_and_exports(world):
@@ -252,8 +255,10 @@ def test_pairs_awaiting_adjudication_are_unjudged_in_counts_and_exports(world):
     snapshot, _ = freeze_snapshot(collection=collection, by=None)
 
     lines = list(snapshot_trec_lines(snapshot, with_unjudged=True))
+    eve = make_user("eve")
+    set_membership(collection=collection, user=eve, role=Role.EVALUATOR)
     api = APIClient()
-    api.force_authenticate(users["ada"])
+    api.force_authenticate(eve)
     data = api.get(f"/api/collections/{collection.slug}/snapshots/{snapshot.number}/").json()
 
     assert (snapshot.n_unjudged, snapshot.n_unresolved) == (1, 1)  # stored as before
@@ -318,7 +323,11 @@ def test_the_collection_api_returns_the_overlap_settings(world):
     data = api.get(f"/api/collections/{collection.slug}/").json()
 
     assert data["assessors_per_item"] == 2 and data["resolution_policy"] == "adjudicate"
-    assert data["adjudicate_distance"] == 0 and data["n_unresolved"] == 1
+    # ana assessed the pair: whether it awaits adjudication is not hers (issue 22 item 2);
+    # an adjudicator is told
+    assert data["adjudicate_distance"] == 0 and data["n_unresolved"] is None
+    api.force_authenticate(users["ada"])
+    assert api.get(f"/api/collections/{collection.slug}/").json()["n_unresolved"] == 1
 
 
 @pytest.mark.parametrize(

@@ -174,6 +174,7 @@ def judgment_response(judgment: Judgment, *, created: bool, slug: str, replayed:
 class JudgmentViewSet(
     CollectionScoped, NamedLookup, mixins.ListModelMixin, viewsets.GenericViewSet
 ):
+    labels = True
     serializer_class = s.JudgmentSerializer
     filterset_class = JudgmentFilter
     lookup_field = "pk"

@@ -34,6 +34,7 @@ from .common import NamedLookup, error
 )
 @extend_schema(tags=["queries"])
 class QueryViewSet(CollectionScoped, NamedLookup, viewsets.ReadOnlyModelViewSet):
+    labels = frozenset({"partial_update"})  # the status rule reads the labels
     serializer_class = s.QuerySerializer
     filterset_class = QueryFilter
     lookup_field = "external_id"
@@ -43,11 +44,10 @@ class QueryViewSet(CollectionScoped, NamedLookup, viewsets.ReadOnlyModelViewSet)
     def get_queryset(self) -> QuerySet[Query]:
         if self.schema_only():
             return Query.objects.none()
-        return (
-            queries_of(self.collection)
-            .annotate(n_judgments=Count("judgments"))
-            .order_by("external_id")
-        )
+        queries = queries_of(self.collection).order_by("external_id")
+        if not self.sees_labels:  # blind: how many pairs are resolved is not theirs
+            return queries
+        return queries.annotate(n_judgments=Count("judgments"))
 
     def partial_update(self, request: Request, slug: str, qid: str) -> Response:
         query = self.get_object()

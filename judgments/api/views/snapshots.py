@@ -60,6 +60,7 @@ from .common import error
 )
 @extend_schema(tags=["snapshots"])
 class SnapshotViewSet(CollectionScoped, mixins.ListModelMixin, viewsets.GenericViewSet):
+    labels = frozenset({"diff"})
     serializer_class = s.SnapshotSerializer
     required_roles = {"create": Role.EVALUATOR}
     lookup_field = "number"
@@ -72,6 +73,12 @@ class SnapshotViewSet(CollectionScoped, mixins.ListModelMixin, viewsets.GenericV
             .select_related("created_by")
             .order_by("-number")
         )
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        if not self.schema_only():
+            context["blind"] = not self.sees_labels
+        return context
 
     def retrieve(self, request: Request, slug: str, number: int) -> Response:
         return Response(self.get_serializer(snapshot_of(self.collection, number)).data)

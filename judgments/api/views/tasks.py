@@ -64,6 +64,8 @@ class TaskViewSet(
         tasks = ReviewTask.objects.filter(collection=self.collection)
         if self.action in ("judge", "skip"):
             return tasks  # the service reads what it needs under its locks
+        if not self.sees_labels:  # blind: the tasks they are given, not the others' states
+            tasks = tasks.filter(claimed_by=self.request.user)
         return (
             tasks.select_related("query", "item", "claimed_by")
             .prefetch_related("sources")
@@ -168,9 +170,13 @@ class TaskViewSet(
             note=v["note"],
             source=ChangeSource.API,
         )
-        resolved = Judgment.objects.filter(
-            query_id=task.query_id, item_id=task.item_id
-        ).values_list("grade", flat=True)
+        resolved = None
+        if self.sees_labels:  # the resolved label would tell the others' grades (blind)
+            resolved = (
+                Judgment.objects.filter(query_id=task.query_id, item_id=task.item_id)
+                .values_list("grade", flat=True)
+                .first()
+            )
         return Response(
             {
                 "query": task.query.external_id,
@@ -178,7 +184,7 @@ class TaskViewSet(
                 "assessor": request.user.get_username(),
                 "grade": assessment.grade,
                 "version": assessment.version,
-                "resolved_grade": resolved.first(),
+                "resolved_grade": resolved,
             },
             status=status.HTTP_202_ACCEPTED,
         )
