@@ -25,6 +25,7 @@ from django.test import Client
 from django.urls import get_resolver, reverse
 from rest_framework.test import APIClient
 
+import verity_eval as engine
 from jobs.models import Job, JobKind, JobState
 from judges.models import JudgeConfig
 from judgments.models import Judgment, ReviewTask, Role, Snapshot
@@ -37,7 +38,6 @@ from judgments.services import (
     set_membership,
     update_collection_settings,
 )
-from scoring import engine
 from scoring.services import import_run, score_run_stage
 from tests.factories import make_collection, make_item, make_proposal, make_query, make_user
 from tests.test_get_writes_nothing import named_patterns
