@@ -108,8 +108,8 @@ def _create(request: HttpRequest) -> Any:
     )
 
 
-class TokenSerializer(serializers.ModelSerializer):
-    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+class ApiTokenSerializer(serializers.ModelSerializer):
+    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     state = serializers.CharField(read_only=True, help_text="active, expired or revoked")
 
     class Meta:
@@ -144,10 +144,10 @@ class TokenListApi(APIView):
 
     @extend_schema(
         summary="Your API tokens (prefix, scope, expiry, last use); never their keys.",
-        responses={200: TokenSerializer(many=True)},
+        responses={200: ApiTokenSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
-        return Response(TokenSerializer(_tokens_for(request), many=True).data)
+        return Response(ApiTokenSerializer(_tokens_for(request), many=True).data)
 
 
 @extend_schema(tags=["tokens"])
@@ -163,13 +163,13 @@ class TokenApi(APIView):
             raise exceptions.NotFound(f"No token {pk} among yours; GET /api/tokens/ lists them.")
         return token
 
-    @extend_schema(summary="One of your tokens.", responses={200: TokenSerializer})
+    @extend_schema(summary="One of your tokens.", responses={200: ApiTokenSerializer})
     def get(self, request: Request, pk: int) -> Response:
-        return Response(TokenSerializer(self._token(request, pk)).data)
+        return Response(ApiTokenSerializer(self._token(request, pk)).data)
 
     @extend_schema(
         summary="Revoke one of your tokens: requests with it get 401 from now on.",
-        responses={200: TokenSerializer},
+        responses={200: ApiTokenSerializer},
     )
     def delete(self, request: Request, pk: int) -> Response:
         token = self._token(request, pk)
@@ -181,7 +181,7 @@ class TokenApi(APIView):
             )
         revoke_api_token(token=token)
         token.refresh_from_db()
-        return Response(TokenSerializer(token).data)
+        return Response(ApiTokenSerializer(token).data)
 
 
 app_name = "tokens-api"
