@@ -302,7 +302,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Relevance judgments, snapshots, runs and evaluations. Authenticate with "
         "`Authorization: Token <key>` (or `Bearer <key>`); create a key on /accounts/tokens/ "
-        "or with `manage.py api_token create USERNAME`. Anonymous requests get 401; a "
+        "or with `manage.py api_token create USERNAME --name NAME`. Anonymous requests get 401; a "
         "collection you are not a member of answers 404; a role too weak for the operation "
         'answers 403. Errors are JSON: `{"detail": ..., "errors": [{"field", '
         '"message"}]}`.'

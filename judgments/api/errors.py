@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 NOT_AUTHENTICATED = (
     "Authentication credentials were not provided. Send 'Authorization: Token <key>' "
-    "(create a key on /accounts/tokens/ or with 'manage.py api_token create USERNAME'), "
+    "(create a key on /accounts/tokens/ or with 'manage.py api_token create USERNAME "
+    "--name NAME'), "
     "or log in at /accounts/login/ for the browser."
 )
 
