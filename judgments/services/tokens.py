@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import ApiToken, Collection, TokenScope, hash_key
+from ..models import ApiToken, Collection, Membership, TokenScope, hash_key
 from .errors import InvariantError
 
 PREFIX_ALPHABET = string.ascii_lowercase + string.digits
@@ -73,6 +73,15 @@ def create_api_token(
         raise InvariantError(f"unknown scope {scope!r}: use one of {', '.join(TokenScope.values)}")
     if not user.is_active:
         raise InvariantError(f"user '{user.get_username()}' is deactivated")
+    if (
+        collection is not None
+        and not user.is_superuser
+        and not Membership.objects.filter(collection=collection, user=user).exists()
+    ):
+        raise InvariantError(
+            f"'{user.get_username()}' is not a member of collection '{collection.slug}': a "
+            "token limited to it would open nothing"
+        )
     lifetime = token_lifetime(days)
     key, prefix = new_key()
     now = timezone.now()

@@ -148,6 +148,16 @@ def test_bad_token_options_are_refused_and_nothing_is_made(api_world, options, m
     assert ApiToken.objects.count() == before
 
 
+def test_a_token_for_a_collection_the_user_is_not_in_is_refused(api_world):
+    before = ApiToken.objects.count()
+    with pytest.raises(
+        InvariantError, match="'reviewer' is not a member of collection 'elsewhere'"
+    ):
+        issue(api_world, "reviewer", collection=api_world.elsewhere)
+    assert ApiToken.objects.count() == before
+    assert issue(api_world, "superuser", collection=api_world.elsewhere).token.collection_id
+
+
 # -- revocation -----------------------------------------------------------------------------
 
 
