@@ -50,7 +50,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc as local static files: no CDN
@@ -303,7 +302,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Relevance judgments, snapshots, runs and evaluations. Authenticate with "
         "`Authorization: Token <key>` (or `Bearer <key>`); create a key on /accounts/tokens/ "
-        "or with `manage.py api_token create USERNAME`. Anonymous requests get 401; a "
+        "or with `manage.py api_token create USERNAME --name NAME`. Anonymous requests get 401; a "
         "collection you are not a member of answers 404; a role too weak for the operation "
         'answers 403. Errors are JSON: `{"detail": ..., "errors": [{"field", '
         '"message"}]}`.'
@@ -340,6 +339,16 @@ AXES_RESET_ON_SUCCESS = True
 # right of X-Forwarded-For (VERITY_TRUSTED_PROXIES=1 behind one reverse proxy).
 AXES_CLIENT_IP_CALLABLE = "judgments.api.auth.client_ip"
 VERITY_TRUSTED_PROXIES = int(os.environ.get("VERITY_TRUSTED_PROXIES", "0"))
+
+# API tokens (judgments/models/tokens.py): a new token lives VERITY_TOKEN_DAYS days unless
+# its maker picks fewer or more, never more than VERITY_TOKEN_MAX_DAYS.
+VERITY_TOKEN_DAYS = int(os.environ.get("VERITY_TOKEN_DAYS", "90"))
+VERITY_TOKEN_MAX_DAYS = int(os.environ.get("VERITY_TOKEN_MAX_DAYS", "365"))
+if not 1 <= VERITY_TOKEN_DAYS <= VERITY_TOKEN_MAX_DAYS:
+    raise ImproperlyConfigured(
+        f"VERITY_TOKEN_DAYS={VERITY_TOKEN_DAYS} must be between 1 and "
+        f"VERITY_TOKEN_MAX_DAYS={VERITY_TOKEN_MAX_DAYS}"
+    )
 
 # Mail, used only for password reset. Without EMAIL_HOST no mail leaves the server
 # (with DEBUG on, mails are printed on the console instead): the reset page then says to

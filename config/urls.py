@@ -46,6 +46,7 @@ urlpatterns = [
     path("api/", include("scoring.api.reports")),
     path("api/", include("jobs.api")),
     path("api/", include("judges.api")),
+    path("api/", include("judgments.api.tokens")),
     re_path(r"^api/", api_not_found),  # JSON 404 for any other /api/ URL, DEBUG or not
     path("", include("judgments.urls")),
     path("", include("scoring.urls")),

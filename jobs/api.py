@@ -96,6 +96,13 @@ def wants_async(request: Request) -> bool:
 
 def _visible(request: Request, pk: int) -> Job:
     job = job_for(request.user, pk)
+    # An API token limited to one collection (judgments.api.auth) sees that one's jobs.
+    limited_to = getattr(request.auth, "collection_id", None)
+    if job is not None and limited_to is not None and job.collection_id != limited_to:
+        raise exceptions.PermissionDenied(
+            f"Your token is limited to another collection than job {pk}'s; use a token for "
+            "that collection."
+        )
     if job is None:
         raise exceptions.NotFound(
             f"No job {pk} among those you may see: a collection's jobs, for its members "
@@ -106,6 +113,8 @@ def _visible(request: Request, pk: int) -> Job:
 
 @extend_schema(tags=["jobs"])
 class JobApi(APIView):
+    token_collection_aware = True  # _visible checks the token's collection
+
     @extend_schema(
         summary="A job: state, progress, and its result or error.", responses={200: JobSerializer}
     )
@@ -115,6 +124,8 @@ class JobApi(APIView):
 
 @extend_schema(tags=["jobs"])
 class JobRetryApi(APIView):
+    token_collection_aware = True  # _visible checks the token's collection
+
     @extend_schema(
         summary="Start a failed job again (its author or a superuser), as a new job.",
         description="Same parameters, same input file. A job whose worker died shows as "
@@ -140,6 +151,8 @@ class JobRetryApi(APIView):
 
 @extend_schema(tags=["jobs"])
 class JobCancelApi(APIView):
+    token_collection_aware = True  # _visible checks the token's collection
+
     @extend_schema(
         summary="Cancel a queued or running job (its author or a superuser).",
         description="A queued job is cancelled at once (200, state cancelled). A running "
@@ -173,6 +186,8 @@ class JobCancelApi(APIView):
 
 @extend_schema(tags=["jobs"])
 class JobFileApi(APIView):
+    token_collection_aware = True  # _visible checks the token's collection
+
     @extend_schema(
         summary="Download what an export job wrote (its author or a superuser).",
         # The content type the job recorded: TREC qrels are text, JSON Lines exports

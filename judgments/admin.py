@@ -12,6 +12,7 @@ from django.db import transaction
 
 from .models import (
     AdjudicationTask,
+    ApiToken,
     Assessment,
     Collection,
     EvidenceCondition,
@@ -28,6 +29,7 @@ from .models import (
 from .services.collections import validate_scale
 from .services.errors import InvariantError
 from .services.search_index import index_items
+from .services.tokens import revoke_api_token
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -179,3 +181,30 @@ class SnapshotAdmin(ReadOnlyAdmin):
         "created_at",
     ]
     list_filter = ["collection"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnlyAdmin):
+    """Everyone's API tokens (never a key: only its prefix and hash exist), and revoking
+    them. Tokens are made on /accounts/tokens/ or with ``manage.py api_token``."""
+
+    list_display = (
+        "name",
+        "prefix",
+        "user",
+        "scope",
+        "collection",
+        "expires_at",
+        "last_used_at",
+        "last_used_ip",
+        "revoked_at",
+    )
+    list_filter = ("scope", "collection")
+    search_fields = ("name", "prefix", "user__username")
+    exclude = ("key_hash",)
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: Any, queryset: Any) -> None:
+        revoked = sum(revoke_api_token(token=token) for token in queryset)
+        self.message_user(request, f"Revoked {revoked} token(s); requests with them get 401.")

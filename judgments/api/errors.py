@@ -6,11 +6,13 @@ each line's problem, ``file:line``-style, in ``message``. Some errors add a key:
 judgment conflict (409, 412) carries the ``current`` judgment.
 
 Status codes: 400 the request is malformed or names something unknown; 401 no valid
-credentials; 403 your role in the collection is too weak (or a session write lacks its
-CSRF token); 404 no such object in a collection you are a member of (a collection you
-are not a member of answers 404 as well, so its existence is not revealed); 409 the
-stored data refuses the change, the message says what to change first; 412/428 a
-judgment edit named a stale version / no version; 413 an upload over the size limit.
+credentials (an unknown, revoked or expired token says which); 403 your role in the
+collection is too weak, the token's scope too narrow or its collection another one (or a
+session write lacks its CSRF token); 404 no such object in a collection you are a
+member of (a collection you are not a member of answers 404 as well, so its existence is
+not revealed); 409 the stored data refuses the change, the message says what to change
+first; 412/428 a judgment edit named a stale version / no version; 413 an upload over
+the size limit.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ log = logging.getLogger(__name__)
 
 NOT_AUTHENTICATED = (
     "Authentication credentials were not provided. Send 'Authorization: Token <key>' "
-    "(create a key on /accounts/tokens/ or with 'manage.py api_token create USERNAME'), "
+    "(create a key on /accounts/tokens/ or with 'manage.py api_token create USERNAME "
+    "--name NAME'), "
     "or log in at /accounts/login/ for the browser."
 )
 

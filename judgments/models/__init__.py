@@ -46,11 +46,14 @@ from .snapshots import (
     SnapshotUnjudged,
     UnfrozenChange,
 )
+from .tokens import SCOPE_RANK, ApiToken, TokenScope, hash_key, scope_allows
 
 __all__ = [
     "ROLE_RANK",
+    "SCOPE_RANK",
     "AdjudicationStatus",
     "AdjudicationTask",
+    "ApiToken",
     "AppendOnlyModel",
     "Assessment",
     "AssessmentChange",
@@ -82,8 +85,11 @@ __all__ = [
     "TaskSkip",
     "TaskSource",
     "TaskStatus",
+    "TokenScope",
     "UnfrozenChange",
+    "hash_key",
     "plan_status_change",
     "role_allows",
+    "scope_allows",
     "status_refusal",
 ]

@@ -52,7 +52,13 @@ from .queue import (
 )
 from .snapshots import freeze_snapshot
 from .statistics import analyze_after_commit
-from .tokens import create_api_token, revoke_api_token
+from .tokens import (
+    IssuedToken,
+    create_api_token,
+    revoke_api_token,
+    revoke_api_tokens_of,
+    rotate_api_token,
+)
 
 __all__ = [
     "COLLECTION_SETTINGS",
@@ -62,6 +68,7 @@ __all__ = [
     "ImportRefused",
     "ImportReport",
     "InvariantError",
+    "IssuedToken",
     "JudgmentConflict",
     "PoolOutcome",
     "UndoneChange",
@@ -88,6 +95,8 @@ __all__ = [
     "remove_judgment",
     "resolve_pair",
     "revoke_api_token",
+    "revoke_api_tokens_of",
+    "rotate_api_token",
     "set_adjudicator",
     "set_evidence_condition",
     "set_member_access",

@@ -10,10 +10,10 @@ from axes.models import AccessAttempt
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from judgments.api.auth import client_ip
+from judgments.models import ApiToken
 
 
 def test_bearer_is_the_same_key_as_token(api_world):
@@ -55,7 +55,7 @@ def test_a_bad_token_is_401_saying_how_to_get_one(api_world, header):
 def test_a_revoked_token_stops_working(api_world, api_client):
     client = api_client("reviewer")
     assert client.get("/api/collections/").status_code == 200
-    call_command("api_token", "revoke", "reviewer", stdout=io.StringIO())
+    call_command("api_token", "revoke-all", "reviewer", stdout=io.StringIO())
     response = client.get("/api/collections/")
     assert response.status_code == 401
     assert "revoked" in response.json()["detail"]
@@ -86,23 +86,24 @@ def test_a_session_write_without_the_csrf_token_is_refused(api_world):
 
 
 def test_the_tokens_page_creates_shows_once_rotates_and_revokes(api_world):
+    # More in tests/api/test_tokens.py (names, scopes, collections, lifetimes).
     user = api_world.users["newbie"]
     client = Client()
     client.force_login(user)
     page = client.get("/accounts/tokens/")
     assert page.status_code == 200 and b"You have no token." in page.content
     assert "no-store" in page["Cache-Control"]
-    created = client.post("/accounts/tokens/", {"action": "create"})
-    key = Token.objects.get(user=user).key
-    assert key.encode() in created.content
+    created = client.post("/accounts/tokens/", {"action": "create", "name": "script"})
+    token = ApiToken.objects.get(user=user)
+    key = created.content.decode().split('id="new-key" type="text" value="')[1].split('"')[0]
+    assert key.startswith(token.prefix) and token.scope == "read"
     assert key.encode() not in client.get("/accounts/tokens/").content  # shown once
-    rotated = client.post("/accounts/tokens/", {"action": "rotate"})
-    new_key = Token.objects.get(user=user).key
-    assert new_key != key and new_key.encode() in rotated.content
-    again = client.post("/accounts/tokens/", {"action": "create"}, follow=True)
-    assert b"has an API token already" in again.content
-    client.post("/accounts/tokens/", {"action": "revoke"})
-    assert not Token.objects.filter(user=user).exists()
+    rotated = client.post("/accounts/tokens/", {"action": "rotate", "token": token.pk})
+    new = ApiToken.objects.live().get(user=user)
+    assert new.pk != token.pk and key.encode() not in rotated.content
+    assert new.prefix.encode() in rotated.content
+    client.post("/accounts/tokens/", {"action": "revoke", "token": new.pk})
+    assert not ApiToken.objects.live().filter(user=user).exists()
 
 
 def test_the_tokens_page_needs_a_login():
@@ -111,24 +112,24 @@ def test_the_tokens_page_needs_a_login():
 
 
 def test_the_command_creates_rotates_lists_and_revokes(api_world):
+    # More in tests/api/test_tokens.py.
     out, err = io.StringIO(), io.StringIO()
-    call_command("api_token", "create", "newbie", stdout=out, stderr=err)
+    call_command("api_token", "create", "newbie", "--name", "ci", stdout=out, stderr=err)
     key = out.getvalue().strip()
-    assert Token.objects.get(user__username="newbie").key == key
+    token = ApiToken.objects.get(user__username="newbie")
+    assert key.startswith(token.prefix)
     assert "shown once" in err.getvalue()
-    with pytest.raises(CommandError, match="has an API token already"):
-        call_command("api_token", "create", "newbie", stdout=io.StringIO(), stderr=io.StringIO())
     out = io.StringIO()
-    call_command("api_token", "create", "newbie", "--rotate", stdout=out, stderr=io.StringIO())
+    call_command("api_token", "rotate", token.prefix, stdout=out, stderr=io.StringIO())
     assert out.getvalue().strip() != key
     listing = io.StringIO()
     call_command("api_token", "list", "newbie", stdout=listing)
     assert listing.getvalue().startswith("newbie\t")
     assert key not in listing.getvalue()
-    call_command("api_token", "revoke", "newbie", stdout=io.StringIO())
-    assert not Token.objects.filter(user__username="newbie").exists()
+    call_command("api_token", "revoke-all", "newbie", stdout=io.StringIO())
+    assert not ApiToken.objects.live().filter(user__username="newbie").exists()
     with pytest.raises(CommandError, match="no user 'nobody'"):
-        call_command("api_token", "create", "nobody", stdout=io.StringIO())
+        call_command("api_token", "create", "nobody", "--name", "x", stdout=io.StringIO())
 
 
 # -- login lock-out (django-axes) ----------------------------------------------------------

@@ -19,7 +19,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from drf_spectacular.generators import SchemaGenerator
 
-from judgments.models import ROLE_RANK, Collection, Membership, Role
+from judgments.models import ROLE_RANK, ApiToken, Collection, Membership, Role, hash_key
 from judgments.services import claim_next_task
 from tests.api.conftest import RECALL_EXAMPLE, ROLES, World
 
@@ -93,6 +93,10 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     "GET /api/jobs/{id}/file":                              (401, 404, 404, 200, 403, 200),
     # The job is failed: its author and a superuser may cancel, but it has ended (409).
     "POST /api/jobs/{id}/cancel/":                          (401, 404, 404, 409, 403, 409),
+    # API tokens: each caller sees and revokes their own only (here the evaluator's).
+    "GET /api/tokens/":                                     (401, 200, 200, 200, 200, 200),
+    "GET /api/tokens/{id}/":                                (401, 404, 404, 200, 404, 404),
+    "DELETE /api/tokens/{id}/":                             (401, 404, 404, 200, 404, 404),
 }
 # fmt: on
 
@@ -108,6 +112,9 @@ def path_values(path: str, world: World) -> dict[str, Any]:
     if path.startswith("/api/jobs/"):
         collection_part = "jobs"
         ids["jobs"] = world.export_job.pk if path.endswith("/file") else world.job.pk
+    if path.startswith("/api/tokens/"):
+        collection_part = "tokens"
+        ids["tokens"] = ApiToken.objects.get(key_hash=hash_key(world.tokens["evaluator"])).pk
     numbers = {"snapshots": world.v1.number, "mappings": world.mapping.number}
     return {
         "slug": world.slug,

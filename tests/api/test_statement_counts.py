@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from judgments.models import Judgment, JudgmentChange, ReviewTask, TaskStatus
+from judgments.models import ApiToken, Judgment, JudgmentChange, ReviewTask, TaskStatus
 from judgments.services import create_api_token, queue_unjudged, set_membership
 from tests.factories import make_collection, make_item, make_query, make_user
 
@@ -41,7 +42,10 @@ def team(db):
         user = make_user(name)
         set_membership(collection=collection, user=user, role="reviewer")
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user=user).key}")
+        issued = create_api_token(user=user)
+        # Used a moment ago: the once-a-minute write of its last use is not counted here.
+        ApiToken.objects.filter(pk=issued.token.pk).update(last_used_at=timezone.now())
+        client.credentials(HTTP_AUTHORIZATION=f"Token {issued.key}")
         clients[name] = client
     return collection, clients
 

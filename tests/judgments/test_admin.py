@@ -38,3 +38,23 @@ def test_history_snapshots_runs_and_evaluations_are_read_only_in_admin():
         "scoring.run",
         "scoring.evaluation",
     } <= read_only
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_tokens_without_their_hash_and_revokes_them(client, settings):
+    from django.contrib.auth import get_user_model
+
+    from judgments.models import ApiToken
+    from judgments.services import create_api_token
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    boss = get_user_model().objects.create_superuser("boss", "boss@example.org", "pw")
+    issued = create_api_token(user=boss, name="ci")
+    client.force_login(boss)
+    url = reverse("admin:judgments_apitoken_changelist")
+    listing = client.get(url).content.decode()
+    assert issued.token.prefix in listing and issued.token.key_hash not in listing
+    detail = client.get(reverse("admin:judgments_apitoken_change", args=[issued.token.pk]))
+    assert issued.token.key_hash not in detail.content.decode()
+    client.post(url, {"action": "revoke", "_selected_action": [issued.token.pk]})
+    assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is not None

@@ -18,6 +18,7 @@ from judgments.services import set_member_access, set_member_role, update_collec
 from judgments.tasks import start_collection_import
 
 from .. import serializers as s
+from ..auth import token_collection_id
 from ..errors import ApiError
 from ..permissions import CollectionScoped
 from ..uploads import StreamedUploads
@@ -38,10 +39,14 @@ class CollectionListView(generics.ListAPIView):
     and their queries counted by review status."""
 
     serializer_class = s.CollectionSerializer
+    token_collection_aware = True  # a token limited to one collection lists that one
 
     def get_queryset(self) -> QuerySet[Collection]:
         user = self.request.user
         visible = collections_for(user).values("pk")
+        limited_to = token_collection_id(self.request)
+        if limited_to is not None:
+            visible = visible.filter(pk=limited_to)
         return with_my_role(collections_with_progress().filter(pk__in=visible), user).order_by(
             "slug"
         )

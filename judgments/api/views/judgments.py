@@ -17,7 +17,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judgments.models import ChangeSource, Judgment
+from judgments.models import ChangeSource, Judgment, TokenScope
 from judgments.services import (
     JudgmentConflict,
     edit_judgment,
@@ -179,6 +179,7 @@ class JudgmentViewSet(
     filterset_class = JudgmentFilter
     lookup_field = "pk"
     lookup_what = "judgment"
+    token_scopes = {m: TokenScope.JUDGE for m in ("create", "partial_update", "destroy")}
 
     def get_queryset(self) -> QuerySet[Judgment]:
         if self.schema_only():

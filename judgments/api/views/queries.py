@@ -8,7 +8,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judgments.models import ChangeSource, Item, Query
+from judgments.models import ChangeSource, Item, Query, TokenScope
 from judgments.selectors import queries_of
 from judgments.services import set_query_status
 
@@ -40,6 +40,7 @@ class QueryViewSet(CollectionScoped, NamedLookup, viewsets.ReadOnlyModelViewSet)
     lookup_field = "external_id"
     lookup_url_kwarg = "qid"
     lookup_what = "query"
+    token_scopes = {"partial_update": TokenScope.JUDGE}  # the query's review status
 
     def get_queryset(self) -> QuerySet[Query]:
         if self.schema_only():

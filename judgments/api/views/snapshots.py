@@ -25,7 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.api import JOB_ACCEPTED, job_accepted, wants_async
-from judgments.models import Judgment, Role, Snapshot
+from judgments.models import Judgment, Role, Snapshot, TokenScope
 from judgments.selectors import (
     diff_snapshots,
     may_see_assessments,
@@ -115,6 +115,7 @@ class QrelsExportInput(serializers.Serializer):
 @extend_schema(tags=["snapshots"])
 class QrelsExportJobView(CollectionScoped, APIView):
     required_roles = {"POST": Role.EVALUATOR}
+    token_scopes = {"POST": TokenScope.READ}  # reading qrels, as a job: GET …/qrels's bytes
 
     @extend_schema(
         summary="Export a snapshot's qrels to a file, as a background job (evaluator).",

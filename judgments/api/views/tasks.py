@@ -16,7 +16,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judgments.models import ChangeSource, Judgment, Query, ReviewTask
+from judgments.models import ChangeSource, Judgment, Query, ReviewTask, TokenScope
 from judgments.selectors import task_for_review
 from judgments.services import (
     JudgmentConflict,
@@ -57,6 +57,7 @@ class TaskViewSet(
     filterset_class = TaskFilter
     lookup_field = "pk"
     lookup_what = "review task"
+    token_scopes = {m: TokenScope.JUDGE for m in ("claim", "skip", "judge")}
 
     def get_queryset(self) -> QuerySet[ReviewTask]:
         if self.schema_only():
