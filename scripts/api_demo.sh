@@ -31,9 +31,9 @@ say "set-up: migrate, load_demo, a stranger with no membership, tokens ($VERITY_
 "$PY" manage.py load_demo >/dev/null
 "$PY" manage.py shell -v 0 -c \
   "from django.contrib.auth import get_user_model; get_user_model().objects.create_user('stranger')"
-EVALUATOR=$("$PY" manage.py api_token create evaluator 2>/dev/null)
-REVIEWER=$("$PY" manage.py api_token create reviewer 2>/dev/null)
-STRANGER=$("$PY" manage.py api_token create stranger 2>/dev/null)
+EVALUATOR=$("$PY" manage.py api_token create evaluator --name api-demo --scope admin 2>/dev/null)
+REVIEWER=$("$PY" manage.py api_token create reviewer --name api-demo --scope admin 2>/dev/null)
+STRANGER=$("$PY" manage.py api_token create stranger --name api-demo --scope admin 2>/dev/null)
 echo "tokens: evaluator ${EVALUATOR:0:6}…, reviewer ${REVIEWER:0:6}…, stranger ${STRANGER:0:6}…"
 
 "$PY" manage.py runserver "127.0.0.1:$PORT" --noreload >"$WORK/server.log" 2>&1 &
