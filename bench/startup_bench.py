@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -148,6 +149,13 @@ def bare_project() -> Path:
 def versus_bare(root: Path, rounds: int, modes: list[bool]) -> None:
     """``manage.py check`` of Verity and of a bare project, alternately, ``rounds`` times."""
     bare = bare_project()
+    try:
+        _versus(bare, root, rounds, modes)
+    finally:
+        shutil.rmtree(bare, ignore_errors=True)
+
+
+def _versus(bare: Path, root: Path, rounds: int, modes: list[bool]) -> None:
     check = ["manage.py", "check"]
     sides = {"bare": (bare, "bare.settings"), "verity": (root, "config.settings")}
     print(f"bare project: {bare} (Django startproject, {sys.executable})")
