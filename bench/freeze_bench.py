@@ -19,7 +19,8 @@ Setup (not timed as part of any figure) writes the rows set-based: ``COPY`` on P
 3. one judgment regraded through ``record_judgment``, then ``freeze_snapshot`` (v2: one
    query rendered again, the other blocks shared), with its phases;
 4. the v1 JSONL export (the canonical form), checked against v1's content hash, and
-   the v1 TREC export;
+   the v1 TREC export; then ``manage.py export_qrels --snapshot 1`` in both formats to
+   /dev/null, alternately ``--export-rounds`` times (medians);
 
 and the rows (and on PostgreSQL the bytes) of the snapshot tables after v1 and after v2:
 v2 adds one block, its rows and one membership row per query. ``--profile`` adds a
@@ -67,6 +68,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=20240101)
     p.add_argument("--profile", action="store_true", help="cProfile the first freeze")
     p.add_argument("--keep", action="store_true", help="keep the throwaway database")
+    p.add_argument(
+        "--export-rounds",
+        type=int,
+        default=3,
+        help="rounds of 'export_qrels --snapshot 1' as TREC and as JSONL, alternately",
+    )
     return p.parse_args()
 
 
@@ -221,9 +228,9 @@ def insert_postgresql(data: Data, collection_id: int, log: Callable[[str], None]
     log(f"items and queries: {args.items:,} + {args.queries:,}")
     copy(
         "judgments_judgment",
-        "query_id, item_id, grade, note, version, created_at, updated_at",
+        "query_id, item_id, grade, note, reviewer_name, version, created_at, updated_at",
         (
-            f"{qpk[q]}\t{ipk[i]}\t{g}\t\t1\t{t}\t{t}\n"
+            f"{qpk[q]}\t{ipk[i]}\t{g}\t\t\t1\t{t}\t{t}\n"
             for q in range(args.queries)
             for i, g in zip(
                 data.slots[q, : args.per_query].tolist(), data.grades[q].tolist(), strict=True
@@ -299,9 +306,18 @@ def insert_sqlite(data: Data, collection_id: int, log: Callable[[str], None]) ->
     log(f"items and queries: {args.items:,} + {args.queries:,}")
     insert(
         "judgments_judgment",
-        ["query_id", "item_id", "grade", "note", "version", "created_at", "updated_at"],
+        [
+            "query_id",
+            "item_id",
+            "grade",
+            "note",
+            "reviewer_name",
+            "version",
+            "created_at",
+            "updated_at",
+        ],
         (
-            (qpk[q], ipk[i], g, "", 1, STAMP, STAMP)
+            (qpk[q], ipk[i], g, "", "", 1, STAMP, STAMP)
             for q in range(args.queries)
             for i, g in zip(
                 data.slots[q, : args.per_query].tolist(), data.grades[q].tolist(), strict=True
@@ -362,6 +378,29 @@ def timed(label: str, results: list[tuple[str, float]], work: Callable[[], Any])
         flush=True,
     )
     return value
+
+
+def export_rounds(rounds: int) -> None:
+    """``manage.py export_qrels bench --snapshot 1`` as TREC qrels and as JSONL, the
+    command itself writing to /dev/null, alternately ``rounds`` times: median wall time
+    and this process's CPU time of each."""
+    import statistics
+
+    from django.core.management import call_command
+
+    times: dict[str, list[tuple[float, float]]] = {"trec": [], "jsonl": []}
+    for _ in range(rounds):
+        for fmt, got in times.items():
+            started, cpu = time.perf_counter(), time.process_time()
+            call_command("export_qrels", SLUG, snapshot=1, format=fmt, output=os.devnull)
+            got.append((time.perf_counter() - started, time.process_time() - cpu))
+    for fmt, got in times.items():
+        print(
+            f"  manage.py export_qrels {SLUG} --snapshot 1 --format {fmt} --output /dev/null: "
+            f"median {statistics.median(t[0] for t in got):.2f} s (Python process CPU "
+            f"{statistics.median(t[1] for t in got):.2f} s; {rounds} rounds, alternately)",
+            flush=True,
+        )
 
 
 def phase_times() -> Any:
@@ -518,6 +557,8 @@ def main() -> None:
             lambda: sum(1 for _ in snapshot_trec_lines(v1)),
         )
         assert lines == n_judgments
+
+        export_rounds(args.export_rounds)
 
         if profiler is not None:
             print("cProfile of freeze v1, by internal time:")

@@ -1,6 +1,14 @@
 """Start-up time of Verity's processes (not a test).
 
-Times, each in a fresh subprocess and ``--repeat`` times (median and best wall time,
+First, side by side with a bare Django project (``django-admin startproject`` in a
+temporary directory, run by the same interpreter and virtual environment): ``manage.py
+check`` of each, alternately, ``--rounds`` times, each in a fresh process; median wall
+time and median CPU time (user + system of the child, the primary figure on a loaded
+machine) and Verity's ratio to the bare project (issue 29's goal: at most 1.5x). Both
+without a bytecode cache for the projects' own modules and with one, as below.
+``--bare-only`` stops there.
+
+Then times, each in a fresh subprocess and ``--repeat`` times (median and best wall time,
 median CPU time):
 ``manage.py check`` (settings, apps, models and the whole URL configuration: what every
 management command loads before it does anything), ``django.setup()`` alone, and
@@ -9,6 +17,7 @@ should be there) and the largest cumulative imports of ``manage.py check`` from
 ``python -X importtime``.
 
     .venv/bin/python bench/startup_bench.py
+    .venv/bin/python bench/startup_bench.py --bare-only --rounds 21    # the ratio only
     .venv/bin/python bench/startup_bench.py --repeat 9 --root /tmp/verity-head   # other code
     .venv/bin/python bench/startup_bench.py --before /tmp/verity-main            # a pair
 
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,10 +60,10 @@ PROBES = {
 CACHE_DIRS: dict[Path, str] = {}  # a bytecode cache per checkout
 
 
-def _env(root: Path, cached: bool = False) -> dict[str, str]:
+def _env(root: Path, cached: bool = False, settings: str = "config.settings") -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root)
-    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    env["DJANGO_SETTINGS_MODULE"] = settings
     env.pop("PYTHONPYCACHEPREFIX", None)
     if cached:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -65,14 +75,16 @@ def _env(root: Path, cached: bool = False) -> dict[str, str]:
     return env
 
 
-def _time(args: list[str], root: Path, cached: bool = False) -> tuple[float, float]:
+def _time(
+    args: list[str], root: Path, cached: bool = False, settings: str = "config.settings"
+) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of one fresh process: on a shared machine the
     CPU time moves much less with the load than the wall time."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, *args],
         cwd=root,
-        env=_env(root, cached),
+        env=_env(root, cached, settings),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -122,6 +134,59 @@ def importtime(root: Path, top: int) -> list[tuple[int, str]]:
     return sorted(rows, reverse=True)[:top]
 
 
+def bare_project() -> Path:
+    """A fresh ``django-admin startproject bare`` in a temporary directory, made by this
+    interpreter's Django: what "a bare Django project" means here."""
+    folder = Path(tempfile.mkdtemp(prefix="verity-bare-"))
+    subprocess.run(
+        [sys.executable, "-m", "django", "startproject", "bare", str(folder)],
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+    )
+    return folder
+
+
+def versus_bare(root: Path, rounds: int, modes: list[bool]) -> None:
+    """``manage.py check`` of Verity and of a bare project, alternately, ``rounds`` times."""
+    bare = bare_project()
+    try:
+        _versus(bare, root, rounds, modes)
+    finally:
+        shutil.rmtree(bare, ignore_errors=True)
+
+
+def _versus(bare: Path, root: Path, rounds: int, modes: list[bool]) -> None:
+    check = ["manage.py", "check"]
+    sides = {"bare": (bare, "bare.settings"), "verity": (root, "config.settings")}
+    print(f"bare project: {bare} (Django startproject, {sys.executable})")
+    print(
+        f"\n{'manage.py check':<16}{'bytecode':>9}{'median wall s':>15}{'median CPU s':>14}"
+        f"{'best CPU s':>12}  load"
+    )
+    for cached in modes:
+        for where, settings in sides.values():
+            _time(check, where, cached, settings)  # warm the caches (and fill the bytecode one)
+        times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+        for _ in range(rounds):
+            for side, (where, settings) in sides.items():
+                times[side].append(_time(check, where, cached, settings))
+        medians = {}
+        for side in sides:
+            wall = statistics.median(t[0] for t in times[side])
+            cpu = [t[1] for t in times[side]]
+            medians[side] = (wall, statistics.median(cpu))
+            print(
+                f"{side:<16}{'cached' if cached else 'none':>9}{wall:>15.3f}"
+                f"{medians[side][1]:>14.3f}{min(cpu):>12.3f}  {os.getloadavg()[0]:4.1f}"
+            )
+        print(
+            f"{'verity / bare':<16}{'cached' if cached else 'none':>9}"
+            f"{medians['verity'][0] / medians['bare'][0]:>14.2f}x"
+            f"{medians['verity'][1] / medians['bare'][1]:>13.2f}x"
+            f"   ({rounds} rounds each)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
@@ -129,11 +194,17 @@ def main() -> None:
     ap.add_argument("--before", type=Path, help="another checkout, timed alternately")
     ap.add_argument("--bytecode", choices=("none", "cached", "both"), default="both")
     ap.add_argument("--top", type=int, default=12, help="largest imports to list")
+    ap.add_argument("--rounds", type=int, default=11, help="rounds against the bare project")
+    ap.add_argument("--bare-only", action="store_true", help="only the bare-project pair")
     args = ap.parse_args()
     roots = [args.root.resolve()]
     if args.before is not None:
         roots.insert(0, args.before.resolve())
     modes = {"none": [False], "cached": [True], "both": [False, True]}[args.bytecode]
+    versus_bare(roots[-1], args.rounds, modes)
+    if args.bare_only:
+        return
+    print()
     for n, root in enumerate(roots):
         print(f"code {'before' if n == 0 and len(roots) > 1 else 'after' if n else ''}: {root}")
     print(

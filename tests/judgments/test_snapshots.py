@@ -642,6 +642,58 @@ def test_snapshot_trec_export_with_unjudged_adds_minus_one_for_open_tasks(v1, ru
     )
 
 
+def test_snapshot_trec_export_keeps_the_ids_it_was_frozen_with_like_the_jsonl_export(
+    tiny, v1, run_command
+):
+    # Renamed behind the application's back (the admin and the API never rename): v1's
+    # exports both say what v1 froze, as its content hash does.
+    Item.objects.filter(pk=tiny.items["NHS-mmr"].pk).update(external_id="nhs-renamed")
+    Query.objects.filter(pk=tiny.queries["q-measles"].pk).update(external_id="q-renamed")
+
+    assert export(run_command, "--snapshot", "1") == TREC_V1
+    assert export(run_command, "--snapshot", "1", "--with-unjudged") == (
+        TREC_V1 + "q-zinc 0 forum-4411 -1\n"
+    )
+    assert export(run_command, "--snapshot", "1", "--format", "jsonl") == canonical_text()
+
+
+def test_snapshot_trec_export_of_ids_that_json_escapes_or_that_look_like_its_syntax(
+    collection_graded, run_command
+):
+    # The qrels are read from the stored canonical lines: ids with '"', '\\', ']', a
+    # space, or U+2028 (which JSON leaves unescaped and str.splitlines would split at)
+    # come out as stored, sorted by item within the query, unjudged markers merged in.
+    c = collection_graded
+    plain, odd = make_query(c, external_id="p"), make_query(c, external_id='q "x"')
+    labels = [
+        (plain, "d1", 2),
+        (odd, "a]", 0),
+        (odd, 'b"q', 1),
+        (odd, "c\\d", 2),
+        (odd, "e\u2028f", 3),
+    ]
+    items = {
+        i: make_item(c, external_id=i) for i in ["d1", "d2", "a]", 'b"q', "c\\d", "e\u2028f", "z"]
+    }
+    queue_unjudged(
+        collection=c,
+        pairs=[(plain.pk, items["d2"].pk, 1), (odd.pk, items["z"].pk, 1)],
+        source="run bm25",
+    )
+    for query, item, grade in labels:
+        record_judgment(
+            query=query, item=items[item], grade=grade, reviewer=None, expected_version=None
+        )
+    freeze_snapshot(collection=c, by=None)
+    trec = 'p 0 d1 2\nq "x" 0 a] 0\nq "x" 0 b"q 1\nq "x" 0 c\\d 2\nq "x" 0 e\u2028f 3\n'
+
+    assert export(run_command, "--snapshot", "1") == trec
+    assert export(run_command, "--snapshot", "1", "--with-unjudged") == (
+        'p 0 d1 2\np 0 d2 -1\nq "x" 0 a] 0\nq "x" 0 b"q 1\nq "x" 0 c\\d 2\n'
+        'q "x" 0 e\u2028f 3\nq "x" 0 z -1\n'
+    )
+
+
 def test_snapshot_jsonl_export_is_the_canonical_form_so_its_sha256_is_the_hash(v1, run_command):
     out = export(run_command, "--snapshot", "1", "--format", "jsonl")
 
