@@ -35,8 +35,8 @@ def _jsonl_work(data: bytes) -> RunWork:
     for line in data.splitlines():
         try:
             obj = json.loads(line) if line.strip() else None
-        except ValueError:
-            continue  # the reader refuses it, quickly
+        except (ValueError, RecursionError):
+            continue  # the reader refuses it, quickly (nested past Python's stack: too)
         if not isinstance(obj, dict):
             continue
         named = obj.get("stages")

@@ -46,7 +46,7 @@ ROLES = ("reviewer", "evaluator", "admin")
 NOT_PAGES = re.compile(
     r"(^api|api-|:api|healthz|logout|password_reset|password_change|login|admin:|"
     r"-claim$|-judge$|-skip$|-undo$|-settle$|-decide$|-freeze$|bulk-status|-score$|"
-    r"job-retry|judges:start|judges:policy|snapshot-diff-pick)"
+    r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick)"
 )
 #: The elements that stick out of the viewport, outside any scrolling region: what to fix.
 WIDEST = """() => {
