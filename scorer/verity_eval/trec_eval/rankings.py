@@ -152,6 +152,45 @@ def rank(
     q_docs = qrels.docno.take(qkeep)
     q_grades = qrels.rel[qkeep]
 
+    fast = _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n)
+    if fast is not None:
+        rows, position, grades = fast
+        kept = position < max_docs
+        if not kept.all():
+            rows, position, grades = rows[kept], position[kept], grades[kept]
+        if needs_rankings and n:
+            judged_rows = set(q_rows[q_grades >= 0].tolist())
+            if 0 not in judged_rows and (stop is None or stop.index > 0):
+                stop = StopError(0, [], 4, measure_failure=True)
+    else:
+        rows, position, grades, stop = _rank_strings(
+            rows, docs, sims, q_rows, q_docs, q_grades, n, max_docs, needs_rankings, stop
+        )
+
+    if judged_only:
+        judged = grades >= 0
+        rows, grades = rows[judged], grades[judged]
+        starts = np.searchsorted(rows, np.arange(n))
+        position = np.arange(len(rows)) - starts[rows] if len(rows) else rows
+
+    num_ret = np.bincount(rows, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
+    return Rankings(
+        qids=[q.decode("latin-1") for q in qids],
+        grades=grades,
+        num_ret=num_ret,
+        bogus=bogus_arr,
+        qrel_row=q_rows,
+        qrel_grade=q_grades,
+        num_qrels_queries=len(qrels_qids),
+        all_qrels_grades=qrels.rel,
+        runid=run.runid,
+        stop=stop,
+    )
+
+
+def _rank_strings(rows, docs, sims, q_rows, q_docs, q_grades, n, max_docs, needs_rankings, stop):
+    """The general path: document ids compared as strings (any length, any bytes), and
+    trec_eval's duplicate-document stops."""
     # One sort of the run's and the qrels' lines together by query, document id
     # (descending) and source (qrels first) puts each document's lines side by side: the
     # join with the qrels, the duplicate check, and the tie order of the ranking at once.
@@ -208,26 +247,7 @@ def rank(
         kept_in_sort = np.zeros(len(order), dtype=bool)
         kept_in_sort[ranked] = True
         stop = _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept_in_sort)
-
-    if judged_only:
-        judged = grades >= 0
-        rows, grades = rows[judged], grades[judged]
-        starts = np.searchsorted(rows, np.arange(n))
-        position = np.arange(len(rows)) - starts[rows] if len(rows) else rows
-
-    num_ret = np.bincount(rows, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
-    return Rankings(
-        qids=[q.decode("latin-1") for q in qids],
-        grades=grades,
-        num_ret=num_ret,
-        bogus=bogus_arr,
-        qrel_row=q_rows,
-        qrel_grade=q_grades,
-        num_qrels_queries=len(qrels_qids),
-        all_qrels_grades=qrels.rel,
-        runid=run.runid,
-        stop=stop,
-    )
+    return rows, position, grades, stop
 
 
 def _rows_of(qid: pa.Array, value_set: pa.Array) -> np.ndarray:
@@ -261,3 +281,103 @@ def _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept):
     if stop is not None and row >= stop.index:
         return stop
     return StopError(row, [message], 4, measure_failure=True)
+
+
+#: Document ids up to this many bytes are compared as numbers (the fast path).
+KEY_BYTES = 32
+
+
+def _doc_keys(docs: pa.Array) -> list[np.ndarray] | None:
+    """Each document id as big-endian 64-bit words, zero-padded: the words compare as
+    ``strcmp`` compares the ids (no id holds a NUL byte). None when an id is longer than
+    KEY_BYTES or holds a NUL (the string path takes those)."""
+    if docs.type != pa.binary() or len(docs) == 0:
+        return None
+    docs = docs if docs.offset == 0 else pa.concat_arrays([docs])
+    _, offsets_buf, data_buf = docs.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int32, len(docs) + 1)
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    longest = int(lengths.max())
+    if longest > KEY_BYTES or longest == 0 or int(offsets[-1]) < 8:
+        return None
+    data = np.frombuffer(data_buf, np.uint8, int(offsets[-1]))
+    if not data.all():
+        return None
+    last = len(data) - 8
+    # Every byte offset viewed as the start of a big-endian 64-bit word (no copy).
+    words_at = np.ndarray((last + 1,), dtype=">u8", buffer=data, strides=(1,))
+    keys = []
+    for w in range((longest + 7) // 8):
+        at = starts + 8 * w
+        over = at - last  # bytes past the last whole word: read it, shift them in
+        if over.max() > 0:
+            clipped = np.minimum(at, last)
+            word = words_at[clipped].astype(np.uint64)
+            shift = np.clip(over, 0, 8).astype(np.uint64) * np.uint64(8)
+            word = np.where(shift >= 64, np.uint64(0), word << np.minimum(shift, np.uint64(63)))
+        else:
+            word = words_at[at].astype(np.uint64)
+        keep = np.clip(lengths - 8 * w, 0, 8).astype(np.uint64)
+        mask = np.where(
+            keep == 0,
+            np.uint64(0),
+            np.uint64(0xFFFFFFFFFFFFFFFF) << ((np.uint64(8) - keep) * np.uint64(8) % np.uint64(64)),
+        )
+        keys.append(word & mask)
+    return keys
+
+
+def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
+    """The rankings with document ids as numbers: one sort of the run's and qrels' lines
+    by (query, id) for the join, one by (query, score descending, id descending) for the
+    ranking. None (the string path decides) when an id does not fit, or when a query has a
+    document twice in its ranking or its qrels (trec_eval's stops, which the string path
+    words)."""
+    n_run, n_q = len(rows), len(q_rows)
+    if n_run == 0:
+        return None
+    all_keys = _doc_keys(pa.concat_arrays([q_docs, docs]) if n_q else docs)
+    if all_keys is None:
+        return None
+    index_type = np.int32 if n_run + n_q < 2**31 else np.int64
+    all_rows = np.concatenate([q_rows, rows]).astype(index_type, copy=False)
+    names = [f"k{w}" for w in range(len(all_keys))]
+    source = np.concatenate([np.zeros(n_q, np.int8), np.ones(n_run, np.int8)])
+    columns = {"row": all_rows, **dict(zip(names, all_keys, strict=True)), "src": source}
+    order = pc.sort_indices(
+        pa.table(columns),
+        sort_keys=[("row", "ascending"), *[(k, "ascending") for k in names], ("src", "ascending")],
+    ).to_numpy()
+    del source
+    order = order.astype(index_type)
+    a, b = order[:-1], order[1:]
+    same = all_rows[a] == all_rows[b]  # same (query, document) as the next line
+    for key in all_keys:
+        same &= key[a] == key[b]
+    a_qrels, b_qrels = a < n_q, b < n_q
+    if (same & (a_qrels == b_qrels)).any():
+        return None  # a document twice in one query's run lines or qrels lines
+    # A document's qrels line sorts just before its run line.
+    pair = np.flatnonzero(same & a_qrels & ~b_qrels)
+    grade = np.full(n_run, PAD, dtype=np.int64)
+    if len(pair):
+        grade[b[pair] - n_q] = q_grades[a[pair]]
+    del order, a, b, same, a_qrels, b_qrels
+    run_keys = [k[n_q:] for k in all_keys]
+    by_score = pc.sort_indices(
+        pa.table(
+            {
+                "row": all_rows[n_q:],
+                "sim": -sims,
+                **{k: v for k, v in zip(names, run_keys, strict=True)},
+            }
+        ),
+        sort_keys=[("row", "ascending"), ("sim", "ascending")] + [(k, "descending") for k in names],
+    ).to_numpy()
+    ranked_rows = rows[by_score]
+    starts = np.searchsorted(ranked_rows, np.arange(n))
+    position = np.arange(n_run) - starts[ranked_rows]
+    g = grade[by_score]
+    grades = np.where(g == PAD, NONPOOL, np.where(g < 0, UNJUDGED, g))
+    return ranked_rows, position, grades
