@@ -134,16 +134,17 @@ def rank(
 
     # The run's lines of the evaluated queries, plus the bogus document of missing ones.
     run_rows = _rows_of(run.qid, value_set)
-    keep = np.flatnonzero(run_rows >= 0)
     bogus_rows = np.flatnonzero(bogus_arr)
-    rows = np.concatenate([run_rows[keep], bogus_rows])
-    kept_docs = run.docno if len(keep) == len(run.docno) else run.docno.take(keep)
-    docs = kept_docs
+    if run_rows.min(initial=0) >= 0:  # every line is an evaluated query's: no copies
+        rows, docs, sims = run_rows, run.docno, run.sim
+    else:
+        keep = np.flatnonzero(run_rows >= 0)
+        rows, docs, sims = run_rows[keep], run.docno.take(keep), run.sim[keep]
     if len(bogus_rows):
         placeholders = pa.array([BOGUS_DOCNO.encode()] * len(bogus_rows), pa.binary())
-        docs = pa.concat_arrays([kept_docs, placeholders])
-    del kept_docs
-    sims = np.concatenate([run.sim[keep], np.ones(len(bogus_rows))])
+        rows = np.concatenate([rows, bogus_rows.astype(rows.dtype)])
+        docs = pa.concat_arrays([docs, placeholders])
+        sims = np.concatenate([sims, np.ones(len(bogus_rows))])
 
     # The qrels of the evaluated queries.
     qrel_rows_all = _rows_of(qrels.qid, value_set)
@@ -287,45 +288,61 @@ def _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept):
 KEY_BYTES = 32
 
 
-def _doc_keys(docs: pa.Array) -> list[np.ndarray] | None:
-    """Each document id as big-endian 64-bit words, zero-padded: the words compare as
-    ``strcmp`` compares the ids (no id holds a NUL byte). None when an id is longer than
-    KEY_BYTES or holds a NUL (the string path takes those)."""
-    if docs.type != pa.binary() or len(docs) == 0:
+_MASKS = np.array([0] + [((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(1, 9)], np.uint64)
+
+
+def _words(docs: pa.Array) -> int | None:
+    """How many 64-bit words the longest id needs; None when an id is longer than
+    KEY_BYTES, empty, or holds a NUL byte, or the array is not plain binary (the string
+    path takes those)."""
+    if docs.type != pa.binary():
         return None
-    docs = docs if docs.offset == 0 else pa.concat_arrays([docs])
-    _, offsets_buf, data_buf = docs.buffers()
-    offsets = np.frombuffer(offsets_buf, np.int32, len(docs) + 1)
-    starts = offsets[:-1]
-    lengths = np.diff(offsets)
-    longest = int(lengths.max())
-    if longest > KEY_BYTES or longest == 0 or int(offsets[-1]) < 8:
+    if len(docs) == 0:
+        return 0
+    offsets = _offsets(docs)
+    longest = int(np.diff(offsets).max())
+    size = int(offsets[-1]) - int(offsets[0])
+    if longest > KEY_BYTES or longest == 0 or size < 8:
         return None
-    data = np.frombuffer(data_buf, np.uint8, int(offsets[-1]))
+    data = np.frombuffer(docs.buffers()[2], np.uint8, size, offset=int(offsets[0]))
     if not data.all():
         return None
-    last = len(data) - 8
-    # Every byte offset viewed as the start of a big-endian 64-bit word (no copy).
-    words_at = np.ndarray((last + 1,), dtype=">u8", buffer=data, strides=(1,))
-    keys = []
-    for w in range((longest + 7) // 8):
-        at = starts + 8 * w
-        over = at - last  # bytes past the last whole word: read it, shift them in
-        if over.max() > 0:
-            clipped = np.minimum(at, last)
-            word = words_at[clipped].astype(np.uint64)
-            shift = np.clip(over, 0, 8).astype(np.uint64) * np.uint64(8)
-            word = np.where(shift >= 64, np.uint64(0), word << np.minimum(shift, np.uint64(63)))
-        else:
-            word = words_at[at].astype(np.uint64)
-        keep = np.clip(lengths - 8 * w, 0, 8).astype(np.uint64)
-        mask = np.where(
-            keep == 0,
-            np.uint64(0),
-            np.uint64(0xFFFFFFFFFFFFFFFF) << ((np.uint64(8) - keep) * np.uint64(8) % np.uint64(64)),
-        )
-        keys.append(word & mask)
-    return keys
+    return (longest + 7) // 8
+
+
+def _offsets(docs: pa.Array) -> np.ndarray:
+    return np.frombuffer(docs.buffers()[1], np.int32, len(docs) + 1, offset=4 * docs.offset)
+
+
+def _doc_keys(docs: pa.Array, out: list[np.ndarray]) -> None:
+    """Each document id (``_words`` accepted them) as big-endian 64-bit words into
+    ``out``, zero-padded: the words compare as ``strcmp`` compares the ids."""
+    if len(docs) == 0:
+        return
+    offsets = _offsets(docs)
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    size = int(offsets[-1])
+    data = np.frombuffer(docs.buffers()[2], np.uint8, size)
+    last = size - 8
+    # Every byte offset viewed as the start of a 64-bit word (no copy).
+    words_at = np.ndarray((last + 1,), dtype="<u8", buffer=data, strides=(1,))
+    tail = bytes(data[last:]) + bytes(8 * len(out))
+    keep = np.empty_like(lengths)
+    for w, word in enumerate(out):
+        at = starts + 8 * w if w else starts
+        past = np.flatnonzero(at > last)  # the last ids' words run past the data's end
+        if len(past):
+            at = at.copy()
+            at[past] = last
+        word[:] = words_at[at]  # (np.take would copy the strided view whole)
+        word.byteswap(inplace=True)  # big-endian: numeric order is byte order
+        for i in past.tolist():
+            start = int(starts[i]) + 8 * w - last
+            word[i] = int.from_bytes(tail[start : start + 8], "big")
+        np.subtract(lengths, 8 * w, out=keep)
+        np.clip(keep, 0, 8, out=keep)
+        word &= _MASKS[keep]
 
 
 def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
@@ -337,9 +354,13 @@ def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
     n_run, n_q = len(rows), len(q_rows)
     if n_run == 0:
         return None
-    all_keys = _doc_keys(pa.concat_arrays([q_docs, docs]) if n_q else docs)
-    if all_keys is None:
+    q_words, run_words = _words(q_docs), _words(docs)
+    if q_words is None or run_words is None:
         return None
+    # Qrels lines first, then run lines: the ids' words, zero past an id's end.
+    all_keys = [np.empty(n_q + n_run, np.uint64) for _ in range(max(q_words, run_words, 1))]
+    _doc_keys(q_docs, [k[:n_q] for k in all_keys])
+    _doc_keys(docs, [k[n_q:] for k in all_keys])
     index_type = np.int32 if n_run + n_q < 2**31 else np.int64
     all_rows = np.concatenate([q_rows, rows]).astype(index_type, copy=False)
     names = [f"k{w}" for w in range(len(all_keys))]
@@ -352,9 +373,13 @@ def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
     del source
     order = order.astype(index_type)
     a, b = order[:-1], order[1:]
-    same = all_rows[a] == all_rows[b]  # same (query, document) as the next line
+    s_rows = all_rows[order]
+    same = s_rows[1:] == s_rows[:-1]  # same (query, document) as the next line
+    del s_rows
     for key in all_keys:
-        same &= key[a] == key[b]
+        s_key = key[order]
+        same &= s_key[1:] == s_key[:-1]
+        del s_key
     a_qrels, b_qrels = a < n_q, b < n_q
     if (same & (a_qrels == b_qrels)).any():
         return None  # a document twice in one query's run lines or qrels lines
@@ -364,7 +389,8 @@ def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
     if len(pair):
         grade[b[pair] - n_q] = q_grades[a[pair]]
     del order, a, b, same, a_qrels, b_qrels
-    run_keys = [k[n_q:] for k in all_keys]
+    all_keys = [k[n_q:] for k in all_keys]
+    run_keys = all_keys
     by_score = pc.sort_indices(
         pa.table(
             {
