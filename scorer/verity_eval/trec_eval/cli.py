@@ -419,24 +419,41 @@ def _finish(out, columns, rankings, opts, count, lines, status, plan):
 
 
 def _print_queries(out, columns, rankings, opts, count):
-    if not opts.query:
+    if not opts.query or count == 0:
         return
+    # Each printed column's name and values as text, then the lines query by query.
+    printed = []  # (prefix, texts)
+    for m, names, values in columns:
+        if not m.per_query:
+            continue
+        if m.kind == "relstring":
+            printed.append((f"{names[0]:<22}\t", [f"\t'{v}'\n" for v in values[:count]]))
+            continue
+        for j, name in enumerate(names):
+            column = values[:count, j]
+            if opts.zscore:
+                printed.append((f"Z{name:<22}\t", _texts(column, _fmt)))
+            else:
+                printed.append(
+                    (f"{name:<22}\t", _texts(column, _long if m.kind == "long" else _fmt))
+                )
     write = out.write
-    for q in range(count):
-        qid = rankings.qids[q]
-        for m, names, values in columns:
-            if not m.per_query:
-                continue
-            if m.kind == "relstring":
-                write(f"{names[0]:<22}\t{qid}\t'{values[q]}'\n")
-                continue
-            row = values[q]
-            for j, name in enumerate(names):
-                if opts.zscore:
-                    write(f"Z{name:<22}\t{qid}\t{_fmt(row[j])}\n")
-                    continue
-                text = _long(row[j]) if m.kind == "long" else _fmt(row[j])
-                write(f"{name:<22}\t{qid}\t{text}\n")
+    qids = rankings.qids
+    for start in range(0, count, 1000):
+        lines = [
+            prefix + qid + texts[q]
+            for q, qid in enumerate(qids[start : min(count, start + 1000)], start)
+            for prefix, texts in printed
+        ]
+        write("".join(lines))
+
+
+def _texts(column: np.ndarray, fmt) -> list[str]:
+    """``\t<value>\n`` for each value, as _fmt or _long writes it."""
+    values = column.tolist()
+    if fmt is _fmt and np.isfinite(column).all():
+        return [f"\t{v:6.4f}\n" for v in values]
+    return [f"\t{fmt(v)}\n" for v in values]
 
 
 def _print_summary(out, columns, rankings, opts):
