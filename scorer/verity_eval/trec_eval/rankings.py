@@ -385,9 +385,11 @@ def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
         return None  # a document twice in one query's run lines or qrels lines
     # A document's qrels line sorts just before its run line.
     pair = np.flatnonzero(same & a_qrels & ~b_qrels)
-    grade = np.full(n_run, PAD, dtype=np.int64)
+    # A run line's value: its qrels grade, UNJUDGED for a negative one, NONPOOL unnamed.
+    grade = np.full(n_run, NONPOOL, dtype=np.int64)
     if len(pair):
-        grade[b[pair] - n_q] = q_grades[a[pair]]
+        judged = q_grades[a[pair]]
+        grade[b[pair] - n_q] = np.where(judged < 0, UNJUDGED, judged)
     del order, a, b, same, a_qrels, b_qrels
     all_keys = [k[n_q:] for k in all_keys]
     run_keys = all_keys
@@ -402,8 +404,7 @@ def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
         sort_keys=[("row", "ascending"), ("sim", "ascending")] + [(k, "descending") for k in names],
     ).to_numpy()
     ranked_rows = rows[by_score]
-    starts = np.searchsorted(ranked_rows, np.arange(n))
-    position = np.arange(n_run) - starts[ranked_rows]
-    g = grade[by_score]
-    grades = np.where(g == PAD, NONPOOL, np.where(g < 0, UNJUDGED, g))
-    return ranked_rows, position, grades
+    counts = np.bincount(ranked_rows, minlength=n)
+    position = np.arange(n_run, dtype=index_type)
+    position -= np.repeat((np.cumsum(counts) - counts).astype(index_type), counts)
+    return ranked_rows, position, grade[by_score]
