@@ -77,15 +77,23 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
     line-by-line reader, which follows trec_eval's own parser, reads it instead."""
     if data[:1] == b"#" or data.find(b"\n#") != -1 or data[:1].isspace():
         return None
-    if data[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
-        return None
     if not empty_lines_ok and data.find(b"\n\n") != -1:
         return None
-    first = data[: data.find(b"\n")]
+    return _parse(pa.BufferReader(pa.py_buffer(data)), data[:4096], names, types, empty_lines_ok)
+
+
+def _parse(source, head: bytes, names: list[str], types: dict, empty_lines_ok: bool):
+    """pyarrow's CSV reader on ``source`` (``head``: the file's first bytes)."""
+    if head[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
+        return None
+    end = head.find(b"\n")
+    if end == -1:
+        return None
+    first = head[:end]
     delimiter = "\t" if b"\t" in first and b" " not in first else " "
     try:
         table = pa_csv.read_csv(
-            pa.BufferReader(pa.py_buffer(data)),
+            source,
             read_options=pa_csv.ReadOptions(
                 column_names=names, block_size=1 << 24, use_threads=False
             ),
@@ -199,23 +207,9 @@ def read_run(path: str) -> RunFile:
                 f"trec_eval: Quit in file '{path}'",
             ]
         )
-    table = _fast_columns(
-        data,
-        ["qid", "iter", "docno", "rank", "sim", "runid"],
-        # Query ids repeat: dictionary-encoded as they are read.
-        {"qid": pa.dictionary(pa.int32(), pa.binary()), "docno": pa.binary(), "sim": pa.float64()},
-        empty_lines_ok=True,
-    )
-    if table is not None and table.num_rows:
-        # The run id printed is the last line's (every line has six fields here).
-        last = _last_line(data)
-        runid = last.split()[5]
-        return RunFile(
-            table.column("qid").unify_dictionaries().combine_chunks(),
-            table.column("docno").combine_chunks(),
-            table.column("sim").to_numpy(),
-            runid.decode("latin-1"),
-        )
+    fast = _fast_run(path, data)
+    if fast is not None:
+        return fast
     qids: list[bytes] = []
     docnos: list[bytes] = []
     sims: list[bytes] = []
@@ -240,6 +234,43 @@ def read_run(path: str) -> RunFile:
         pa.array(qids, pa.binary()),
         pa.array(docnos, pa.binary()),
         _sims(sims),
+        runid.decode("latin-1"),
+    )
+
+
+_RUN_COLUMNS = ["qid", "iter", "docno", "rank", "sim", "runid"]
+# Query ids repeat: dictionary-encoded as they are read.
+_RUN_TYPES = {
+    "qid": pa.dictionary(pa.int32(), pa.binary()),
+    "docno": pa.binary(),
+    "sim": pa.float64(),
+}
+
+
+def _fast_run(path: str, data) -> RunFile | None:
+    """The run read by pyarrow, or None (the line-by-line reader decides). A file is read
+    from its path, not from the memory map (whose pages would count in the process's
+    memory): a comment line or a line starting with a blank shows in a query id, which
+    the checks below read from the ids' dictionary instead of searching the bytes."""
+    if isinstance(data, mmap.mmap):
+        head = data[:4096]
+        table = _parse(path, head, _RUN_COLUMNS, _RUN_TYPES, empty_lines_ok=True)
+        if table is not None:
+            qid = table.column("qid").unify_dictionaries().combine_chunks()
+            if any(not q or q[:1] == b"#" or q[:1] in _SPACE for q in qid.dictionary.to_pylist()):
+                return None
+    else:
+        table = _fast_columns(data, _RUN_COLUMNS, _RUN_TYPES, empty_lines_ok=True)
+        if table is not None:
+            qid = table.column("qid").unify_dictionaries().combine_chunks()
+    if table is None or not table.num_rows:
+        return None
+    # The run id printed is the last line's (every line has six fields here).
+    runid = _last_line(data).split()[5]
+    return RunFile(
+        qid,
+        table.column("docno").combine_chunks(),
+        table.column("sim").to_numpy(),
         runid.decode("latin-1"),
     )
 

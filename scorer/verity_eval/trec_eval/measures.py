@@ -495,6 +495,16 @@ class Gains:
         self.top = np.array(tops, dtype=np.float64)
 
 
+def _gains(ctx: Context, pairs) -> Gains:
+    """One batch's Gains for these parameters, shared by the measures that use them (the
+    default parameters: every gain measure of ``-m all_trec``)."""
+    cache = ctx.__dict__.setdefault("_gains_cache", {})
+    key = tuple((str(name), str(value)) for name, value in pairs)
+    if key not in cache:
+        cache[key] = Gains(ctx, pairs)
+    return cache[key]
+
+
 def _log2_columns(ctx: Context, width: int) -> np.ndarray:
     """log2(i + 2) for i = 0..width - 1, from the C library."""
     return np.array([math.log2(i + 2) for i in range(width)])
@@ -502,6 +512,9 @@ def _log2_columns(ctx: Context, width: int) -> np.ndarray:
 
 def _dcg_parts(ctx: Context, gains: Gains):
     """Running results DCG (n, width) and running ideal DCG (n, K + 1), rank by rank."""
+    cached = gains.__dict__.get("_dcg_parts")
+    if cached is not None:
+        return cached
     logs = _log2_columns(ctx, max(ctx.width, gains.ideal.shape[1]))
     g = gains.results
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -510,7 +523,9 @@ def _dcg_parts(ctx: Context, gains: Gains):
         ideal_terms = np.where(
             k < gains.ideal_len[:, None], gains.ideal / logs[: gains.ideal.shape[1]], 0.0
         )
-    return np.cumsum(results_terms, axis=1), np.cumsum(ideal_terms, axis=1)
+    parts = np.cumsum(results_terms, axis=1), np.cumsum(ideal_terms, axis=1)
+    gains._dcg_parts = parts  # the callers read them, never write
+    return parts
 
 
 def _final(running: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -520,25 +535,25 @@ def _final(running: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def m_ndcg(ctx, params):
-    gains = Gains(ctx, params)
+    gains = _gains(ctx, params)
     results, ideal = _dcg_parts(ctx, gains)
     rd, idl = _final(results, ctx.num_ret), _final(ideal, gains.ideal_len)
     return np.where(idl > 0.0, _div(rd, idl), 0.0)
 
 
 def m_dcg(ctx, params):
-    results, _ = _dcg_parts(ctx, Gains(ctx, params))
+    results, _ = _dcg_parts(ctx, _gains(ctx, params))
     return _final(results, ctx.num_ret)
 
 
 def m_ideal_dcg(ctx, params):
-    gains = Gains(ctx, params)
+    gains = _gains(ctx, params)
     _, ideal = _dcg_parts(ctx, gains)
     return _final(ideal, gains.ideal_len)
 
 
 def m_ndcg_rel(ctx, params):
-    gains = Gains(ctx, params)
+    gains = _gains(ctx, params)
     results, ideal = _dcg_parts(ctx, gains)
     k = gains.ideal_len
     rows = ctx.rows[:, None]
@@ -557,7 +572,7 @@ def m_ndcg_rel(ctx, params):
 
 
 def m_Rndcg(ctx, params):
-    gains = Gains(ctx, params)
+    gains = _gains(ctx, params)
     results, ideal = _dcg_parts(ctx, gains)
     k = gains.ideal_len
     columns = gains.ideal.shape[1]
@@ -581,7 +596,7 @@ def m_Rndcg(ctx, params):
 
 
 def m_G(ctx, params):
-    gains = Gains(ctx, params)
+    gains = _gains(ctx, params)
     g = gains.results
     k = gains.ideal_len
     i = np.arange(ctx.width)[None, :]
@@ -652,7 +667,7 @@ def _powers(p: float, width: int) -> np.ndarray:
 def m_rbp(ctx, params):
     p = _rbp_p(params)
     powers = _powers(p, ctx.width)
-    gains = Gains(ctx, params)
+    gains = _gains(ctx, params)
     g = gains.results.copy()
     # Gains normalised to [0, 1] per query when any lies outside (rbp's min and max
     # start uninitialised in trec_eval; 0 is what the stack holds after most measures).

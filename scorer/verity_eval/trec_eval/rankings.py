@@ -134,16 +134,17 @@ def rank(
 
     # The run's lines of the evaluated queries, plus the bogus document of missing ones.
     run_rows = _rows_of(run.qid, value_set)
-    keep = np.flatnonzero(run_rows >= 0)
     bogus_rows = np.flatnonzero(bogus_arr)
-    rows = np.concatenate([run_rows[keep], bogus_rows])
-    kept_docs = run.docno if len(keep) == len(run.docno) else run.docno.take(keep)
-    docs = kept_docs
+    if run_rows.min(initial=0) >= 0:  # every line is an evaluated query's: no copies
+        rows, docs, sims = run_rows, run.docno, run.sim
+    else:
+        keep = np.flatnonzero(run_rows >= 0)
+        rows, docs, sims = run_rows[keep], run.docno.take(keep), run.sim[keep]
     if len(bogus_rows):
         placeholders = pa.array([BOGUS_DOCNO.encode()] * len(bogus_rows), pa.binary())
-        docs = pa.concat_arrays([kept_docs, placeholders])
-    del kept_docs
-    sims = np.concatenate([run.sim[keep], np.ones(len(bogus_rows))])
+        rows = np.concatenate([rows, bogus_rows.astype(rows.dtype)])
+        docs = pa.concat_arrays([docs, placeholders])
+        sims = np.concatenate([sims, np.ones(len(bogus_rows))])
 
     # The qrels of the evaluated queries.
     qrel_rows_all = _rows_of(qrels.qid, value_set)
@@ -152,6 +153,45 @@ def rank(
     q_docs = qrels.docno.take(qkeep)
     q_grades = qrels.rel[qkeep]
 
+    fast = _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n)
+    if fast is not None:
+        rows, position, grades = fast
+        kept = position < max_docs
+        if not kept.all():
+            rows, position, grades = rows[kept], position[kept], grades[kept]
+        if needs_rankings and n:
+            judged_rows = set(q_rows[q_grades >= 0].tolist())
+            if 0 not in judged_rows and (stop is None or stop.index > 0):
+                stop = StopError(0, [], 4, measure_failure=True)
+    else:
+        rows, position, grades, stop = _rank_strings(
+            rows, docs, sims, q_rows, q_docs, q_grades, n, max_docs, needs_rankings, stop
+        )
+
+    if judged_only:
+        judged = grades >= 0
+        rows, grades = rows[judged], grades[judged]
+        starts = np.searchsorted(rows, np.arange(n))
+        position = np.arange(len(rows)) - starts[rows] if len(rows) else rows
+
+    num_ret = np.bincount(rows, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
+    return Rankings(
+        qids=[q.decode("latin-1") for q in qids],
+        grades=grades,
+        num_ret=num_ret,
+        bogus=bogus_arr,
+        qrel_row=q_rows,
+        qrel_grade=q_grades,
+        num_qrels_queries=len(qrels_qids),
+        all_qrels_grades=qrels.rel,
+        runid=run.runid,
+        stop=stop,
+    )
+
+
+def _rank_strings(rows, docs, sims, q_rows, q_docs, q_grades, n, max_docs, needs_rankings, stop):
+    """The general path: document ids compared as strings (any length, any bytes), and
+    trec_eval's duplicate-document stops."""
     # One sort of the run's and the qrels' lines together by query, document id
     # (descending) and source (qrels first) puts each document's lines side by side: the
     # join with the qrels, the duplicate check, and the tie order of the ranking at once.
@@ -208,26 +248,7 @@ def rank(
         kept_in_sort = np.zeros(len(order), dtype=bool)
         kept_in_sort[ranked] = True
         stop = _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept_in_sort)
-
-    if judged_only:
-        judged = grades >= 0
-        rows, grades = rows[judged], grades[judged]
-        starts = np.searchsorted(rows, np.arange(n))
-        position = np.arange(len(rows)) - starts[rows] if len(rows) else rows
-
-    num_ret = np.bincount(rows, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
-    return Rankings(
-        qids=[q.decode("latin-1") for q in qids],
-        grades=grades,
-        num_ret=num_ret,
-        bogus=bogus_arr,
-        qrel_row=q_rows,
-        qrel_grade=q_grades,
-        num_qrels_queries=len(qrels_qids),
-        all_qrels_grades=qrels.rel,
-        runid=run.runid,
-        stop=stop,
-    )
+    return rows, position, grades, stop
 
 
 def _rows_of(qid: pa.Array, value_set: pa.Array) -> np.ndarray:
@@ -261,3 +282,129 @@ def _first_duplicate(stop, group, s_rows, s_docs, s_is_run, kept):
     if stop is not None and row >= stop.index:
         return stop
     return StopError(row, [message], 4, measure_failure=True)
+
+
+#: Document ids up to this many bytes are compared as numbers (the fast path).
+KEY_BYTES = 32
+
+
+_MASKS = np.array([0] + [((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(1, 9)], np.uint64)
+
+
+def _words(docs: pa.Array) -> int | None:
+    """How many 64-bit words the longest id needs; None when an id is longer than
+    KEY_BYTES, empty, or holds a NUL byte, or the array is not plain binary (the string
+    path takes those)."""
+    if docs.type != pa.binary():
+        return None
+    if len(docs) == 0:
+        return 0
+    offsets = _offsets(docs)
+    longest = int(np.diff(offsets).max())
+    size = int(offsets[-1]) - int(offsets[0])
+    if longest > KEY_BYTES or longest == 0 or size < 8:
+        return None
+    data = np.frombuffer(docs.buffers()[2], np.uint8, size, offset=int(offsets[0]))
+    if not data.all():
+        return None
+    return (longest + 7) // 8
+
+
+def _offsets(docs: pa.Array) -> np.ndarray:
+    return np.frombuffer(docs.buffers()[1], np.int32, len(docs) + 1, offset=4 * docs.offset)
+
+
+def _doc_keys(docs: pa.Array, out: list[np.ndarray]) -> None:
+    """Each document id (``_words`` accepted them) as big-endian 64-bit words into
+    ``out``, zero-padded: the words compare as ``strcmp`` compares the ids."""
+    if len(docs) == 0:
+        return
+    offsets = _offsets(docs)
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    size = int(offsets[-1])
+    data = np.frombuffer(docs.buffers()[2], np.uint8, size)
+    last = size - 8
+    # Every byte offset viewed as the start of a 64-bit word (no copy).
+    words_at = np.ndarray((last + 1,), dtype="<u8", buffer=data, strides=(1,))
+    tail = bytes(data[last:]) + bytes(8 * len(out))
+    keep = np.empty_like(lengths)
+    for w, word in enumerate(out):
+        at = starts + 8 * w if w else starts
+        past = np.flatnonzero(at > last)  # the last ids' words run past the data's end
+        if len(past):
+            at = at.copy()
+            at[past] = last
+        word[:] = words_at[at]  # (np.take would copy the strided view whole)
+        word.byteswap(inplace=True)  # big-endian: numeric order is byte order
+        for i in past.tolist():
+            start = int(starts[i]) + 8 * w - last
+            word[i] = int.from_bytes(tail[start : start + 8], "big")
+        np.subtract(lengths, 8 * w, out=keep)
+        np.clip(keep, 0, 8, out=keep)
+        word &= _MASKS[keep]
+
+
+def _rank_numeric(rows, docs, sims, q_rows, q_docs, q_grades, n):
+    """The rankings with document ids as numbers: one sort of the run's and qrels' lines
+    by (query, id) for the join, one by (query, score descending, id descending) for the
+    ranking. None (the string path decides) when an id does not fit, or when a query has a
+    document twice in its ranking or its qrels (trec_eval's stops, which the string path
+    words)."""
+    n_run, n_q = len(rows), len(q_rows)
+    if n_run == 0:
+        return None
+    q_words, run_words = _words(q_docs), _words(docs)
+    if q_words is None or run_words is None:
+        return None
+    # Qrels lines first, then run lines: the ids' words, zero past an id's end.
+    all_keys = [np.empty(n_q + n_run, np.uint64) for _ in range(max(q_words, run_words, 1))]
+    _doc_keys(q_docs, [k[:n_q] for k in all_keys])
+    _doc_keys(docs, [k[n_q:] for k in all_keys])
+    index_type = np.int32 if n_run + n_q < 2**31 else np.int64
+    all_rows = np.concatenate([q_rows, rows]).astype(index_type, copy=False)
+    names = [f"k{w}" for w in range(len(all_keys))]
+    source = np.concatenate([np.zeros(n_q, np.int8), np.ones(n_run, np.int8)])
+    columns = {"row": all_rows, **dict(zip(names, all_keys, strict=True)), "src": source}
+    order = pc.sort_indices(
+        pa.table(columns),
+        sort_keys=[("row", "ascending"), *[(k, "ascending") for k in names], ("src", "ascending")],
+    ).to_numpy()
+    del source
+    order = order.astype(index_type)
+    a, b = order[:-1], order[1:]
+    s_rows = all_rows[order]
+    same = s_rows[1:] == s_rows[:-1]  # same (query, document) as the next line
+    del s_rows
+    for key in all_keys:
+        s_key = key[order]
+        same &= s_key[1:] == s_key[:-1]
+        del s_key
+    a_qrels, b_qrels = a < n_q, b < n_q
+    if (same & (a_qrels == b_qrels)).any():
+        return None  # a document twice in one query's run lines or qrels lines
+    # A document's qrels line sorts just before its run line.
+    pair = np.flatnonzero(same & a_qrels & ~b_qrels)
+    # A run line's value: its qrels grade, UNJUDGED for a negative one, NONPOOL unnamed.
+    grade = np.full(n_run, NONPOOL, dtype=np.int64)
+    if len(pair):
+        judged = q_grades[a[pair]]
+        grade[b[pair] - n_q] = np.where(judged < 0, UNJUDGED, judged)
+    del order, a, b, same, a_qrels, b_qrels
+    all_keys = [k[n_q:] for k in all_keys]
+    run_keys = all_keys
+    by_score = pc.sort_indices(
+        pa.table(
+            {
+                "row": all_rows[n_q:],
+                "sim": -sims,
+                **{k: v for k, v in zip(names, run_keys, strict=True)},
+            }
+        ),
+        sort_keys=[("row", "ascending"), ("sim", "ascending")] + [(k, "descending") for k in names],
+    ).to_numpy()
+    ranked_rows = rows[by_score]
+    counts = np.bincount(ranked_rows, minlength=n)
+    position = np.arange(n_run, dtype=index_type)
+    position -= np.repeat((np.cumsum(counts) - counts).astype(index_type), counts)
+    return ranked_rows, position, grade[by_score]
