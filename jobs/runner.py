@@ -91,6 +91,19 @@ def _heartbeat(progress: JobProgress, stop: threading.Event) -> None:
             log.warning("job heartbeat failed", exc_info=True)
 
 
+def _worker_stop_in(exc: BaseException) -> bool:
+    """True if a SystemExit or KeyboardInterrupt (the worker made to stop) is among the
+    exceptions ``exc`` was raised while handling."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, SystemExit | KeyboardInterrupt):
+            return True
+        cause = cause.__context__
+    return False
+
+
 def run_job(job_id: int, body: Body) -> dict[str, Any]:
     """Run ``body`` for the queued job ``job_id`` and record its outcome; returns the
     task's (small, JSON) return value."""
@@ -128,6 +141,12 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
     except JobStateError as exc:
         log.warning("%s", exc)
     except Exception as exc:
+        if _worker_stop_in(exc):
+            # The stop (SystemExit from the worker's signal handler) landed in code whose
+            # clean-up raised in turn (a cache file's rename, say): still a stop.
+            log.warning("worker stopped during job %s; it is queued again", job.pk)
+            requeue_job(job)
+            raise
         # A bug or a passing fault (the database went away): the input is kept for Retry.
         fail_job(job, UNEXPECTED.format(error=f"{type(exc).__name__}: {exc}"))
         raise

@@ -253,3 +253,27 @@ def test_progress_lines_of_an_import_become_phases():
         f"\rstoring judgments [{' ' * 25}]   0% (0/3)"
         f"\rstoring judgments [{full}] 100% (3/3)\n"
     )
+
+
+def test_a_stop_whose_clean_up_raises_in_turn_puts_the_job_back_never_fails_it(job_dir, tmp_path):
+    """db_worker's second SIGTERM raises SystemExit wherever the job is; there a cache
+    file's clean-up raised FileNotFoundError while handling it, and the job failed ("an
+    unexpected error") instead of going back on the queue (CI, test_signals)."""
+    path = tmp_path / "run.trec"
+    path.write_text("A Q0 a 1 1.0 t\n", encoding="utf-8")
+    job = make_job(kind=JobKind.RUN_IMPORT, task_path="scoring.tasks.import_run_task")
+    job.params = {"input": store_input(job, path, "run.trec")}
+    job.save()
+
+    def body(job, progress):
+        try:
+            raise SystemExit(1)  # the worker's signal handler, mid-way through a write
+        finally:
+            raise FileNotFoundError("the cache's temporary file is gone")
+
+    with pytest.raises(FileNotFoundError):
+        run_job(job.pk, body)
+
+    job.refresh_from_db()
+    assert (job.state, job.error) == (JobState.QUEUED, "")
+    assert (job_dir / "files" / job.params["input"]).exists()
