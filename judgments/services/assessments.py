@@ -78,8 +78,10 @@ def _assess(
     note: str,
     source: str,
     task: ReviewTask | None,
+    resolve: bool = True,
 ) -> Assessment:
-    """``record_assessment`` for a caller that holds ``query``'s lock."""
+    """``record_assessment`` for a caller that holds ``query``'s lock; ``resolve=False``
+    records the assessment and leaves the pair's label as it is (a settled one)."""
     collection = query.collection
     if item.collection_id != collection.pk:
         raise InvariantError(f"item '{item.external_id}' belongs to another collection")
@@ -141,7 +143,8 @@ def _assess(
         changed_by=assessor,
         source=source,
     )
-    resolve_pair(query=query, item=item, by=assessor)
+    if resolve:
+        resolve_pair(query=query, item=item, by=assessor)
     return assessment
 
 
@@ -180,18 +183,20 @@ def change_own_assessment(
     source: str = ChangeSource.UI,
 ) -> Assessment:
     """Change ``assessor``'s own assessment (a mis-keyed grade), compare-and-set on
-    ``expected_version``, with its history row; the pair is then resolved again by the
-    policy (``resolve_pair``), which may change its resolved label or send it to
-    adjudication. Refused once the pair is settled (``assessment_settled``), for someone
-    else's assessment, or on a stale version; nothing changes then."""
+    ``expected_version``, with its history row. Unless the pair is settled
+    (``assessment_settled``: an adjudicator decided it, or a person set its label by
+    hand), it is then resolved again by the policy (``resolve_pair``), which may change
+    its resolved label or send it to adjudication; a settled label stands, and the
+    corrected assessment counts for agreement. Never refused for being settled: a refusal
+    would tell a blind assessor that the pair went to adjudication, i.e. that the others
+    graded it differently. Refused for someone else's assessment or on a stale version;
+    nothing changes then."""
     if assessment.assessor_id != assessor.pk:
         raise InvariantError("you can only change your own assessment")
     with transaction.atomic():
         query = lock_query(assessment.query_id)
         item = assessment.item
-        settled = assessment_settled(query=query, item=item)
-        if settled:
-            raise InvariantError(settled)
+        settled = bool(assessment_settled(query=query, item=item))
         return _assess(
             query=query,
             item=item,
@@ -202,6 +207,7 @@ def change_own_assessment(
             note=note,
             source=source,
             task=None,
+            resolve=not settled,
         )
 
 

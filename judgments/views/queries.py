@@ -36,7 +36,6 @@ from ..selectors import (
 )
 from ..services import (
     InvariantError,
-    assessment_settled,
     change_own_assessment,
     set_evidence_condition,
     set_query_status,
@@ -154,7 +153,6 @@ def _render_query(
             {
                 "assessment": a,
                 "label": _grade_label(collection, a.grade),
-                "settled": assessment_settled(query=query, item=a.item),
             }
             for a in own_assessments(query, request.user)
         ]
@@ -291,8 +289,8 @@ def _post_evidence(request: HttpRequest, collection: Collection, query: Query) -
 
 
 def _post_assessment(request: HttpRequest, collection: Collection, query: Query) -> HttpResponse:
-    """Change one's own assessment (several assessors per item), until the pair's label
-    is settled (``change_own_assessment``)."""
+    """Change one's own assessment (several assessors per item); a settled label stands
+    (``change_own_assessment``)."""
     form = OwnAssessmentForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)

@@ -51,7 +51,6 @@ from ..services import (
     InvariantError,
     JudgmentConflict,
     assess_task,
-    assessment_settled,
     change_own_assessment,
     claim_next_task,
     set_query_status,
@@ -452,7 +451,9 @@ def _change_assessment(queue: Queue, task: ReviewTask, data: dict[str, Any]) -> 
 
 def _undo_assessment(queue: Queue, entry: str) -> HttpResponse:
     """``u`` after an assessment: bring the pair back on screen to change the grade (the
-    assessment stays until another grade is chosen), unless its label is settled."""
+    assessment stays until another grade is chosen). A settled label stands whatever
+    grade is chosen then (``change_own_assessment``); saying so would tell the assessor
+    the pair was adjudicated."""
     queue.session.pop(undone_creation=False)
     assessment = _own_assessment(queue, int(entry[1:]))
     if assessment is None:
@@ -460,13 +461,6 @@ def _undo_assessment(queue: Queue, entry: str) -> HttpResponse:
             task=queue.claim(),
             error="Nothing to undo: that assessment is gone.",
             status=400 if wants_json(queue.request) else 200,
-        )
-    settled = assessment_settled(query=assessment.query, item=assessment.item)
-    if settled:
-        return queue.answer(
-            task=queue.claim(),
-            error=f"Not undone: {settled}.",
-            status=409 if wants_json(queue.request) else 200,
         )
     slot = (
         ReviewTask.objects.filter(query=assessment.query, item=assessment.item)

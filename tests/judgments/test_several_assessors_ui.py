@@ -107,7 +107,7 @@ def test_u_brings_back_the_last_assessment_and_a_digit_changes_it(world):
     assert changed["progress"]["judged_session"] == 1  # one item assessed, not two
 
 
-def test_a_changed_assessment_resolves_the_pair_again_and_settled_ones_refuse(world):
+def test_a_changed_assessment_resolves_the_pair_again_and_a_settled_label_stands(world):
     """On main an assessment could not be changed once made (no service, no page)."""
     _, query, items, users = world
     a = record_assessment(query=query, item=items[0], grade=2, assessor=users["ana"])
@@ -124,11 +124,20 @@ def test_a_changed_assessment_resolves_the_pair_again_and_settled_ones_refuse(wo
         (2, None, ChangeSource.RESOLUTION),
     ]
     adjudicate(task=task, grade=1, by=users["ada"])
-    with pytest.raises(InvariantError, match="settled"):
-        change_own_assessment(assessment=a, assessor=users["ana"], grade=2, expected_version=2)
+    # After the decision ana may still correct her assessment (a refusal would tell her
+    # the pair was adjudicated, so that ben graded it otherwise); the decided label stands
+    # and the corrected assessment counts for agreement.
+    corrected = change_own_assessment(
+        assessment=a, assessor=users["ana"], grade=2, expected_version=2
+    )
+    assert (corrected.grade, corrected.version) == (2, 3)
+    assert Assessment.objects.get(pk=a.pk).grade == 2
     with pytest.raises(InvariantError, match="your own"):
-        change_own_assessment(assessment=a, assessor=users["ben"], grade=2, expected_version=2)
+        change_own_assessment(assessment=a, assessor=users["ben"], grade=2, expected_version=3)
     assert Judgment.objects.get(item=items[0]).grade == 1
+    assert not AdjudicationTask.objects.filter(
+        item=items[0], status=AdjudicationStatus.OPEN
+    ).exists()
 
 
 def test_the_query_page_lets_an_assessor_change_their_own_grade_only(world):
