@@ -193,12 +193,19 @@ def _export(job: Job, progress: JobProgress) -> dict[str, Any]:
     fmt = p.get("format", "trec")
     suffix = "jsonl" if fmt == "jsonl" else "qrels"
     name = f"{collection.slug}-v{snapshot.number}.{suffix}"
-    total = snapshot.n_judgments + (snapshot.unjudged_total if p.get("with_unjudged") else 0)
-    progress.phase("writing the qrels", total if fmt == "trec" else None)
+    if fmt == "jsonl":  # the canonical form's lines: its two header lines, then one per
+        # query, judgment or model label, assessment and unjudged pair (clamped at 100 %)
+        total = 2 + snapshot.n_queries + snapshot.n_judgments + snapshot.n_assessments
+        total += snapshot.n_unjudged
+    else:
+        total = snapshot.n_judgments + (snapshot.unjudged_total if p.get("with_unjudged") else 0)
+    progress.phase("writing the qrels", total)
     with writing_output(job, name) as out:
         if fmt == "jsonl":
-            for chunk in snapshot_canonical_lines(snapshot):
+            for n, chunk in enumerate(snapshot_canonical_lines(snapshot), 1):
                 out.write(chunk)
+                if n % 50000 == 0:
+                    progress.advance(50000)
         else:
             for n, line in enumerate(
                 snapshot_trec_lines(snapshot, with_unjudged=bool(p.get("with_unjudged"))), 1

@@ -95,8 +95,9 @@ def freeze_snapshot(
             query_id__in=Query.objects.filter(collection=collection).values("pk")
         ).values_list("pk", "query_id")
     )
-    progress.phase("reading the blocks of the latest version")
+    progress.phase("reading the blocks of the latest version", 1)
     held = held_blocks(latest.pk) if latest is not None else {}
+    progress.advance(1)
     everything = (
         latest is None
         or bool(model)
@@ -107,10 +108,13 @@ def freeze_snapshot(
     todo = None if everything else {q for _, q in changes} | (live - held.keys())
     if todo is not None and len(todo) > len(live) / 4:
         todo = None  # one pass over the collection beats many lookups by query
+    n_render = len(live) if todo is None else len(todo)
     progress.phase(
-        "rendering every query" if todo is None else f"rendering {len(todo)} changed queries"
+        "rendering every query" if todo is None else f"rendering {len(todo)} changed queries",
+        n_render,
     )
     rendered = render_blocks(collection, todo, model)
+    progress.advance(n_render)
     blocks = {q: b for q, b in held.items() if q in live}  # a query that is gone leaves
     fresh = []
     for query_pk, block in rendered.items():
@@ -119,8 +123,9 @@ def freeze_snapshot(
             continue
         blocks[query_pk] = block
         fresh.append(block)
-    progress.phase("hashing")
+    progress.phase("hashing", len(blocks))
     digest = blocks_hash(_header(collection), (b.lines for b in blocks.values()))
+    progress.advance(len(blocks))
     seen = [pk for pk, _ in changes]
     for start in range(0, len(seen), 500):  # (SQLite limits the parameters of a statement)
         UnfrozenChange.objects.filter(pk__in=seen[start : start + 500]).delete()
@@ -149,8 +154,9 @@ def freeze_snapshot(
         model_labels=dict(sorted(Counter(m.judge for m in model).items())),
         created_by=by,
     )
-    progress.phase(f"writing {len(fresh)} new query blocks into v{snapshot.number}")
+    progress.phase(f"writing {len(fresh)} new query blocks into v{snapshot.number}", len(fresh))
     copied = write_blocks(snapshot.pk, collection, fresh, model)
+    progress.advance(len(fresh))
     expected = (
         sum(b.n_judgments + b.n_model_labels for b in fresh),
         sum(b.n_unjudged for b in fresh),

@@ -189,3 +189,38 @@ def test_every_phase_of_a_scoring_has_a_total(recall_v1):
         ("storing per-query rows", 3),
     ]
     assert progress.done == progress.total
+
+
+def test_every_phase_of_a_freeze_has_a_total(recall_example):
+    """On main the freeze's four phases had no total (issue 23 item 6)."""
+    from judgments.services import freeze_snapshot
+
+    progress = Recorded()
+    freeze_snapshot(collection=recall_example, by=None, progress=progress)
+
+    assert progress.phases == [
+        ("reading the blocks of the latest version", 1),
+        ("rendering every query", 3),
+        ("hashing", 3),
+        ("writing 3 new query blocks into v1", 3),
+    ]
+    assert progress.done == progress.total
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "trec"])
+def test_the_qrels_export_has_a_total_in_both_formats(fmt, recall_v1, job_dir):
+    """On main the JSON Lines export wrote with no total (issue 23 item 6)."""
+    from judgments.tasks import _export
+
+    job = Job.objects.create(
+        kind=JobKind.QRELS_EXPORT,
+        label="export",
+        collection=recall_v1.collection,
+        task_path="judgments.tasks.export_qrels_task",
+        params={"snapshot": 1, "format": fmt},
+    )
+    progress = Recorded()
+    _export(job, progress)
+    # the recall example's v1: 2 header lines, 3 queries and 8 judgments; its TREC form
+    # is the 8 judgments
+    assert progress.phases == [("writing the qrels", 13 if fmt == "jsonl" else 8)]
