@@ -159,22 +159,12 @@ def _record(
             raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
         if not relevant and collection.is_relevant_grade(current.grade):
             _refuse_dropping_last_relevant(query, item)
-        change_id = update_judgment(
-            current=current,
-            expected_version=expected_version,
-            grade=grade,
-            note=note,
-            reviewer_id=reviewer.pk if reviewer is not None else None,
-            source=source,
-            now=now,
+        change_id = _compare_and_set(
+            current, expected_version, grade, note, reviewer, source=source, now=now
         )
         if change_id is None:
             current = Judgment.objects.select_related("reviewer").get(pk=current.pk)
             raise JudgmentConflict(query.external_id, item.external_id, expected_version, current)
-        # The compare-and-set above wrote exactly these values: no need to read them back.
-        current.grade, current.note, current.reviewer = grade, note, reviewer
-        current.reviewer_name = ""
-        current.version, current.updated_at = expected_version + 1, now
         current.query, current.item = query, item
         judgment = current
     judgment.change_id = change_id  # type: ignore[attr-defined]  # the history row written
@@ -540,14 +530,8 @@ def edit_judgment(
         if not collection.is_relevant_grade(grade) and collection.is_relevant_grade(current.grade):
             _refuse_dropping_last_relevant(query, item)
         now = timezone.now()
-        change_id = update_judgment(
-            current=current,
-            expected_version=expected_version,
-            grade=grade,
-            note=note,
-            reviewer_id=reviewer.pk if reviewer is not None else None,
-            source=source,
-            now=now,
+        change_id = _compare_and_set(
+            current, expected_version, grade, note, reviewer, source=source, now=now
         )
         if change_id is None:
             stored = _fresh(pk, query, item)
@@ -557,8 +541,6 @@ def edit_judgment(
                     "create it instead"
                 )
             raise JudgmentConflict(query_ext, item_ext, expected_version, stored)
-        current.grade, current.note, current.reviewer = grade, note, reviewer
-        current.version, current.updated_at = expected_version + 1, now
         current.change_id = change_id  # type: ignore[attr-defined]
         return current
 
@@ -668,3 +650,33 @@ def lock_task_for(task: ReviewTask, reviewer: User) -> tuple[Query, ReviewTask]:
             "claim another one, or wait for the lease to expire"
         )
     return query, task
+
+
+def _compare_and_set(
+    current: Judgment,
+    expected_version: int,
+    grade: int,
+    note: str,
+    reviewer: User | None,
+    *,
+    source: str,
+    now: Any,
+) -> int | None:
+    """``update_judgment`` for ``current`` read at ``expected_version``; on success the
+    object holds what was written (no read back) and the history row's pk is returned,
+    else ``None`` and nothing changed. A person grading takes the pair over from an
+    imported assessor's name."""
+    change_id = update_judgment(
+        current=current,
+        expected_version=expected_version,
+        grade=grade,
+        note=note,
+        reviewer_id=reviewer.pk if reviewer is not None else None,
+        source=source,
+        now=now,
+    )
+    if change_id is not None:
+        current.grade, current.note, current.reviewer = grade, note, reviewer
+        current.reviewer_name = ""
+        current.version, current.updated_at = expected_version + 1, now
+    return change_id
