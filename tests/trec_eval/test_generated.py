@@ -36,7 +36,7 @@ FLAGS = [
     ["-q", "-c", "-m", "P.1,3,7", "-m", "ndcg_cut.2,4", "-m", "recall.3", "-m", "success.2"],
     ["-q", "-c", "-m", "ndcg.0=1,1=2,2=5,3=-1", "-m", "G.1=1,2=3"],
     # rbp alone: trec_eval's rbp starts its gain bounds uninitialised, so after another
-    # gain measure it normalises with that measure's leftovers (see README).
+    # gain measure it normalises with that measure's leftovers (see docs/TREC_EVAL.md).
     ["-q", "-c", "-m", "rbp.p=0.5", "-m", "rbp_resid", "-m", "num_q"],
     ["-q", "-c", "-m", "utility.1,-2,0,1", "-N", "500", "-m", "set", "-m", "set_F.0.5"],
     ["-q", "-c", "-m", "iprec_at_recall.0,.33,.5,1", "-m", "11pt_avg.0,.5,1", "-m", "map_cut.3"],
