@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "judgments",
     "scoring",
     "judges",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -258,6 +259,9 @@ VERITY_JOB_HEARTBEAT_SECONDS = float(os.environ.get("VERITY_JOB_HEARTBEAT_SECOND
 VERITY_JOB_STALE_SECONDS = float(os.environ.get("VERITY_JOB_STALE_SECONDS", "60"))
 # API requests at most this big are done in the request (201/200) unless the client sends
 # "Prefer: respond-async"; bigger ones become a job (202 Accepted + Location).
+# The audit log keeps rows this many days (audit.services.prune, run by ``audit_log --prune``);
+# 0 keeps them for ever.
+VERITY_AUDIT_RETENTION_DAYS = int(os.environ.get("VERITY_AUDIT_RETENTION_DAYS", "0"))
 VERITY_INLINE_MAX_BYTES = int(os.environ.get("VERITY_INLINE_MAX_BYTES", str(2 * 1024**2)))
 VERITY_INLINE_MAX_ROWS = int(os.environ.get("VERITY_INLINE_MAX_ROWS", "200000"))
 # A run upload is imported in the request only when it is small in work too: at most this
