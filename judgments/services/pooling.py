@@ -25,6 +25,11 @@ from ..models import Collection, Item, Judgment, Query, ReviewTask, TaskSource
 RAW = "verity_pool_raw"  # as given: (query pk, item pk or external id, rank, stage)
 PAIRS = "verity_pool_pairs"  # one row per (query, item, stage), best rank; unjudged only
 
+#: A task at or above this priority was asked for by name (e.g. the pairs that could change
+#: a comparison): it is served before any pooled order, and no pooling strategy or later
+#: pooling lowers it. Pooled priorities stay below it.
+URGENT_PRIORITY = 1_000_000_000
+
 #: ``task_priority`` in SQL: n_sources * 10,000 - min(best_rank or 9,999, 9,999).
 PRIORITY_SQL = (
     "{n} * 10000 - CASE WHEN {best} IS NULL OR {best} = 0 OR {best} > 9999 "
