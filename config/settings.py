@@ -114,7 +114,11 @@ AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+IP before any password is checked (django-axes;
     # it steps aside for authenticate() calls that come without a request).
     "judgments.api.auth.LoginLockoutBackend",
+    # Refuses password logins when VERITY_LOCAL_LOGIN=0 (single sign-on only).
+    "judgments.sso.backend.LocalLoginSwitch",
     "django.contrib.auth.backends.ModelBackend",
+    # Single sign-on: answers only the OpenID Connect callback (judgments/sso/).
+    "judgments.sso.backend.OIDCBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -353,6 +357,57 @@ if not 1 <= VERITY_TOKEN_DAYS <= VERITY_TOKEN_MAX_DAYS:
         f"VERITY_TOKEN_DAYS={VERITY_TOKEN_DAYS} must be between 1 and "
         f"VERITY_TOKEN_MAX_DAYS={VERITY_TOKEN_MAX_DAYS}"
     )
+
+# -- single sign-on (OpenID Connect) -----------------------------------------------------------
+# On when VERITY_OIDC_ISSUER is set (docs/DEPLOY.md "Single sign-on"): the provider's
+# endpoints and keys come from its discovery document (<issuer>/.well-known/openid-
+# configuration), fetched on the first sign-in. mozilla-django-oidc runs the authorization
+# code flow with PKCE; judgments/sso/ adds what it leaves out (the ID token's audience and
+# issuer), the claims Verity reads, and the mapping of IdP groups to collection roles.
+VERITY_OIDC_ISSUER = os.environ.get("VERITY_OIDC_ISSUER", "").strip()
+VERITY_OIDC_CLIENT_ID = os.environ.get("VERITY_OIDC_CLIENT_ID", "").strip()
+VERITY_OIDC_CLIENT_SECRET = os.environ.get("VERITY_OIDC_CLIENT_SECRET", "")
+if VERITY_OIDC_ISSUER and not (VERITY_OIDC_CLIENT_ID and VERITY_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured(
+        "VERITY_OIDC_ISSUER is set: set VERITY_OIDC_CLIENT_ID and VERITY_OIDC_CLIENT_SECRET "
+        "too (the client registered for Verity at the identity provider)."
+    )
+# The name on the sign-in button ("Sign in with <name>").
+VERITY_OIDC_PROVIDER_NAME = os.environ.get("VERITY_OIDC_PROVIDER_NAME", "single sign-on")
+# The claims (from the ID token and the userinfo answer) that give the Verity username,
+# the email address and, optionally, the list of the user's IdP groups.
+VERITY_OIDC_USERNAME_CLAIM = os.environ.get("VERITY_OIDC_USERNAME_CLAIM", "preferred_username")
+VERITY_OIDC_EMAIL_CLAIM = os.environ.get("VERITY_OIDC_EMAIL_CLAIM", "email")
+VERITY_OIDC_GROUPS_CLAIM = os.environ.get("VERITY_OIDC_GROUPS_CLAIM", "")
+# "idp-group=collection-slug:role,...": a member of the group gets the role in the
+# collection, at each sign-in; ";" or new lines separate the pairs instead when group
+# names hold commas (LDAP DNs). Parsed and checked by judgments/sso/config.py.
+VERITY_OIDC_GROUP_ROLES = os.environ.get("VERITY_OIDC_GROUP_ROLES", "")
+# An unknown user (no Verity account with that username) is refused unless this is on.
+VERITY_OIDC_CREATE_USERS = env_bool("VERITY_OIDC_CREATE_USERS", False)
+VERITY_OIDC_SCOPES = os.environ.get("VERITY_OIDC_SCOPES", "openid email profile")
+# Clock difference tolerated between Verity and the provider when checking exp and iat.
+VERITY_OIDC_LEEWAY_SECONDS = int(os.environ.get("VERITY_OIDC_LEEWAY_SECONDS", "30"))
+# Local passwords: VERITY_LOCAL_LOGIN=0 hides the password form and refuses password
+# logins (the login page, the admin's); single sign-on is then the only way in.
+VERITY_LOCAL_LOGIN = env_bool("VERITY_LOCAL_LOGIN", True)
+if not VERITY_LOCAL_LOGIN and not VERITY_OIDC_ISSUER:
+    raise ImproperlyConfigured(
+        "VERITY_LOCAL_LOGIN=0 leaves no way to sign in: configure single sign-on "
+        "(VERITY_OIDC_ISSUER, ...) or keep local passwords."
+    )
+# mozilla-django-oidc's own settings, from the ones above. The provider's endpoints are
+# not settings: judgments/sso/ reads them from the discovery document.
+OIDC_RP_CLIENT_ID = VERITY_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = VERITY_OIDC_CLIENT_SECRET
+OIDC_RP_SIGN_ALGO = os.environ.get("VERITY_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = VERITY_OIDC_SCOPES
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_CREATE_USER = VERITY_OIDC_CREATE_USERS
+OIDC_TIMEOUT = int(os.environ.get("VERITY_OIDC_TIMEOUT_SECONDS", "10"))
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso-callback"
 
 # Mail, used only for password reset. Without EMAIL_HOST no mail leaves the server
 # (with DEBUG on, mails are printed on the console instead): the reset page then says to

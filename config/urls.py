@@ -7,7 +7,7 @@ from judgments.api import docs
 from judgments.api.errors import api_not_found
 from judgments.api.tokens import api_tokens
 from judgments.api.views import healthz
-from judgments.views import accounts
+from judgments.views import accounts, sso
 
 
 def _spectacular(view_name: str, **initkwargs: str):
@@ -28,11 +28,18 @@ def _spectacular(view_name: str, **initkwargs: str):
 
 
 urlpatterns = [
+    # Before the admin's own: with VERITY_LOCAL_LOGIN=0 it sends to the login page.
+    path("admin/login/", sso.admin_login),
     path("admin/", admin.site.urls),
+    # Single sign-on (OpenID Connect): register <origin>/oidc/callback/ at the provider.
+    path("oidc/login/", sso.SignInStart.as_view(), name="sso-login"),
+    path("oidc/callback/", sso.SignInCallback.as_view(), name="sso-callback"),
     path("accounts/tokens/", api_tokens, name="api-tokens"),
     # Before Django's own: password reset only where a mail can be sent.
     path("accounts/password_reset/", accounts.password_reset, name="password_reset"),
     path("accounts/password_reset/done/", accounts.password_reset_done, name="password_reset_done"),
+    # Before Django's own: refuses password POSTs when local passwords are off.
+    path("accounts/login/", sso.login, name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("healthz", healthz, name="healthz"),
     # The schema and its docs are public (they hold no data); every endpoint they

@@ -208,3 +208,20 @@ def rq_backend(settings, job_dir):
         },
     }
     return TEST_REDIS_URL
+
+
+# -- single sign-on -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory) -> Iterator[Any]:
+    """A real OpenID provider in its own process, for the whole session (tests/oidc_provider).
+
+    Never skipped: its packages (django-oauth-toolkit, cryptography) are in
+    requirements-dev.txt, and a provider that does not start fails the test with its log.
+    """
+    from tests.oidc_provider.harness import start_provider
+
+    provider = start_provider(tmp_path_factory.mktemp("oidc-provider"))
+    yield provider
+    provider.stop()

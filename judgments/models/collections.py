@@ -147,6 +147,10 @@ class Membership(models.Model):
         default=False,
         help_text="May decide pairs whose assessors disagree (admins always may).",
     )
+    # Single sign-on (judgments/sso/): the IdP group whose mapping (VERITY_OIDC_GROUP_ROLES)
+    # made this membership; it then follows the group at each sign-in and is removed when
+    # the user leaves it. Empty for a membership an admin made, which sign-ins never touch.
+    granted_by_group = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,9 +1,12 @@
-"""``{% mail_can_be_sent as can_reset %}``: whether the log-in page offers password reset."""
+"""The login page's choices: ``{% mail_can_be_sent as can_reset %}`` (password reset),
+``{% sign_in_options as options %}`` (single sign-on, local passwords)."""
 
 from __future__ import annotations
 
 from django import template
+from django.conf import settings
 
+from ..sso.config import local_login_enabled, sso_enabled
 from ..views.accounts import mail_can_be_sent as _mail_can_be_sent
 
 register = template.Library()
@@ -12,3 +15,12 @@ register = template.Library()
 @register.simple_tag
 def mail_can_be_sent() -> bool:
     return _mail_can_be_sent()
+
+
+@register.simple_tag
+def sign_in_options() -> dict[str, object]:
+    return {
+        "sso": sso_enabled(),
+        "sso_name": settings.VERITY_OIDC_PROVIDER_NAME,
+        "local": local_login_enabled(),
+    }
