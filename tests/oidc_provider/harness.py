@@ -35,6 +35,23 @@ class Provider:
     process: subprocess.Popen[bytes]
     log: Path
 
+    def verity_settings(self) -> dict[str, Any]:
+        """Verity's settings for signing in here (as VERITY_OIDC_* would make them)."""
+        return {
+            "VERITY_OIDC_ISSUER": self.issuer,
+            "VERITY_OIDC_CLIENT_ID": self.client_id,
+            "VERITY_OIDC_CLIENT_SECRET": self.client_secret,
+            "OIDC_RP_CLIENT_ID": self.client_id,
+            "OIDC_RP_CLIENT_SECRET": self.client_secret,
+            "VERITY_OIDC_PROVIDER_NAME": "Test IdP",
+            "VERITY_OIDC_USERNAME_CLAIM": "preferred_username",
+            "VERITY_OIDC_EMAIL_CLAIM": "email",
+            "VERITY_OIDC_GROUPS_CLAIM": "groups",
+            "VERITY_OIDC_GROUP_ROLES": "",
+            "VERITY_OIDC_CREATE_USERS": False,
+            "VERITY_LOCAL_LOGIN": True,
+        }
+
     def control(self, **body: Any) -> dict[str, Any]:
         response = requests.post(f"{self.url}/control/", json=body, timeout=10)
         response.raise_for_status()

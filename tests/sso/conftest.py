@@ -15,31 +15,12 @@ PASSWORD = "provider password 1"
 CALLBACK = "http://testserver/oidc/callback/"
 
 
-def configure(settings: Any, provider: Any, **overrides: Any) -> None:
-    values = {
-        "VERITY_OIDC_ISSUER": provider.issuer,
-        "VERITY_OIDC_CLIENT_ID": provider.client_id,
-        "VERITY_OIDC_CLIENT_SECRET": provider.client_secret,
-        "OIDC_RP_CLIENT_ID": provider.client_id,
-        "OIDC_RP_CLIENT_SECRET": provider.client_secret,
-        "VERITY_OIDC_PROVIDER_NAME": "Test IdP",
-        "VERITY_OIDC_USERNAME_CLAIM": "preferred_username",
-        "VERITY_OIDC_EMAIL_CLAIM": "email",
-        "VERITY_OIDC_GROUPS_CLAIM": "groups",
-        "VERITY_OIDC_GROUP_ROLES": "",
-        "VERITY_OIDC_CREATE_USERS": False,
-        "VERITY_LOCAL_LOGIN": True,
-        **overrides,
-    }
-    for name, value in values.items():
-        setattr(settings, name, value)
-
-
 @pytest.fixture
 def sso(settings, oidc_provider) -> Iterator[Any]:
     oidc_provider.reset()
     oidc_provider.allow_redirect_uri(CALLBACK)
-    configure(settings, oidc_provider)
+    for name, value in oidc_provider.verity_settings().items():
+        setattr(settings, name, value)
     forget_provider_metadata()
     yield oidc_provider
     forget_provider_metadata()
