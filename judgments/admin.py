@@ -157,7 +157,14 @@ class AdjudicationTaskAdmin(ReadOnlyAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["collection", "user", "role", "can_adjudicate", "created_at"]
+    list_display = [
+        "collection",
+        "user",
+        "role",
+        "can_adjudicate",
+        "granted_by_group",
+        "created_at",
+    ]
     list_filter = ["collection", "role"]
     list_select_related = ["collection", "user"]
 

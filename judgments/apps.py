@@ -13,3 +13,9 @@ class JudgmentsConfig(AppConfig):
 
         # Before any URLconf is read: judgments' and scoring's URLs use it.
         register_converter(ExternalIdConverter, "external_id")
+
+        from .sso.config import group_roles
+
+        # A malformed VERITY_OIDC_GROUP_ROLES stops every process at start (gunicorn runs
+        # no system checks), not the first sign-in.
+        group_roles()

@@ -124,6 +124,12 @@ class OIDCBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_IDP_SIGN_KEY = None
         return super().authenticate(request, **kwargs)
 
+    def get_user(self, user_id: Any) -> Any:
+        # The library's get_user skips ModelBackend's is_active check: a deactivated
+        # account would keep its single sign-on sessions.
+        user = self.UserModel._default_manager.filter(pk=user_id).first()
+        return user if user is not None and user.is_active else None
+
     # -- talking to the provider ------------------------------------------------------------
 
     def get_token(self, payload: dict[str, Any]) -> dict[str, Any]:

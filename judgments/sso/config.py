@@ -13,7 +13,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -58,6 +57,8 @@ def provider_metadata() -> ProviderMetadata:
         cached = _metadata.get(issuer)
         if cached is not None and now - cached[0] < METADATA_TTL:
             return cached[1]
+    import requests  # ~70 ms: on the first sign-in, not in every process's start-up
+
     url = discovery_url(issuer)
     try:
         response = requests.get(url, timeout=settings.OIDC_TIMEOUT)

@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ROLES = ("reviewer", "evaluator", "admin")
 #: Named URLs that are no page (POST endpoints, downloads, redirects, the admin, the API).
 NOT_PAGES = re.compile(
-    r"(^api|api-|:api|healthz|logout|password_reset|password_change|login|admin:|"
+    r"(^api|api-|:api|healthz|logout|password_reset|password_change|login|sso-|admin:|"
     r"-claim$|-judge$|-skip$|-undo$|-settle$|-decide$|-freeze$|bulk-status|-score$|"
     r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick)"
 )

@@ -17,6 +17,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "provider password 1"
 
 
+def axe_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    return [v["id"] for v in Axe().run(page).response["violations"]]
+
+
 @pytest.fixture
 def sso(settings, oidc_provider, live_server):
     oidc_provider.reset()
@@ -39,6 +45,7 @@ def test_signing_in_through_the_provider_lands_on_the_collections_page_with_the_
     sso.add_user("ana", PASSWORD, email="ana@example.org", groups=["search-leads"])
 
     page.goto("/")
+    assert axe_violations(page) == []  # the login page with both ways in
     page.get_by_role("link", name="Sign in with Test IdP").click()
     expect(page.get_by_role("heading", name="Test identity provider")).to_be_visible()
     assert page.url.startswith(sso.url)
@@ -72,5 +79,6 @@ def test_an_unknown_user_sees_why_and_what_to_do(page, sso):
     expect(page.get_by_role("alert")).to_contain_text(
         "Ask an administrator of this Verity to add you (username 'zoe')"
     )
+    assert axe_violations(page) == []
     page.get_by_role("link", name="Back to the login page").click()
     expect(page.get_by_role("heading", name="Log in to Verity")).to_be_visible()

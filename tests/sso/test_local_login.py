@@ -81,3 +81,14 @@ def test_switched_off_a_session_from_single_sign_on_still_works(ana, sso_only):
     client = Client()
     client.force_login(ana, backend="judgments.sso.backend.OIDCBackend")
     assert client.get("/").status_code == 200
+
+
+def test_deactivating_an_account_ends_its_single_sign_on_sessions(ana):
+    client = Client()
+    client.force_login(ana, backend="judgments.sso.backend.OIDCBackend")
+    ana.is_active = False
+    ana.save(update_fields=["is_active"])
+
+    response = client.get("/")
+
+    assert (response.status_code, response["Location"]) == (302, "/accounts/login/?next=/")
