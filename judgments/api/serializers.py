@@ -176,10 +176,15 @@ class CollectionSettingsInput(serializers.Serializer):
 
 class MemberSerializer(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
+    granted_by_group = serializers.CharField(
+        read_only=True,
+        help_text="The identity provider's group whose mapping (VERITY_OIDC_GROUP_ROLES) "
+        "made this membership: it follows the group at each sign-in. Empty: made by an admin.",
+    )
 
     class Meta:
         model = Membership
-        fields = ["username", "role", "can_adjudicate", "created_at"]
+        fields = ["username", "role", "can_adjudicate", "granted_by_group", "created_at"]
         read_only_fields = fields
 
 

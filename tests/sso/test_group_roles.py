@@ -150,3 +150,17 @@ def test_nothing_changes_when_nothing_changed(web, news):
 
     assert apply_group_roles(user=ana, groups=["everyone", "search-team"], mapping=MAPPING) == []
     assert AuditEvent.objects.count() == 2
+
+
+def test_the_members_api_says_which_memberships_the_mapping_made(web, client):
+    ana, lead = make_user("ana"), make_user("lead")
+    Membership.objects.create(user=lead, collection=web, role=Role.ADMIN)
+    apply_group_roles(user=ana, groups=["search-team"], mapping=MAPPING)
+    client.force_login(lead)
+
+    rows = client.get("/api/collections/web-search/members/").json()["results"]
+
+    assert {r["username"]: r["granted_by_group"] for r in rows} == {
+        "ana": "search-team",
+        "lead": "",
+    }
