@@ -35,7 +35,7 @@ def sign_in_from_idp(
     only; the login row says ``account_created``). The email follows the provider's.
     With ``groups`` (None: no groups claim is configured, memberships are left alone)
     the group mapping is applied: see ``apply_group_roles``. One ``login`` audit row
-    says who signed in and how.
+    says who signed in and how (with the groups among the mapping's).
     """
     User = get_user_model()
     detail: dict[str, Any] = {"method": "oidc"}
@@ -48,8 +48,10 @@ def sign_in_from_idp(
         User.objects.filter(pk=user.pk).update(email=email)
         user.email = email
     if groups is not None:
+        mapping = list(mapping)
         apply_group_roles(user=user, groups=groups, mapping=mapping, request=request)
-        detail["groups"] = sorted(groups)
+        # The groups that gave a role, not all of them: the log is no copy of the directory.
+        detail["groups"] = sorted(set(groups) & {entry.group for entry in mapping})
     record("login", actor=user, target=username, detail=detail, request=request)
     return user
 

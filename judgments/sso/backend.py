@@ -228,7 +228,15 @@ class OIDCBackend(OIDCAuthenticationBackend):
                 f"The identity provider did not say who you are: its answer has no '{claim}' "
                 "claim (VERITY_OIDC_USERNAME_CLAIM). Tell an administrator of this Verity.",
             )
-        username = username.strip()
+        username = self.UserModel.normalize_username(username.strip())
+        longest = self.UserModel._meta.get_field(self.UserModel.USERNAME_FIELD).max_length
+        if len(username) > longest:
+            raise SignInRefused(
+                "username_too_long",
+                f"The identity provider's '{claim}' claim is {len(username)} characters long; "
+                f"a Verity username has at most {longest}. Tell an administrator of this "
+                "Verity (VERITY_OIDC_USERNAME_CLAIM may name the wrong claim).",
+            )
         user = self.UserModel.objects.filter(username=username).first()
         if user is None and not settings.VERITY_OIDC_CREATE_USERS:
             raise SignInRefused(

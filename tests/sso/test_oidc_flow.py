@@ -43,7 +43,7 @@ def test_the_authorization_code_flow_with_pkce_signs_in_with_the_mapped_role(
     settings.VERITY_OIDC_GROUP_ROLES = "search-team=web-search:evaluator,ops=web-search:reviewer"
     web = make_collection(slug="web-search", name="Web search")
     ana = django_user_model.objects.create_user("ana", email="ana@old.example")
-    sso.add_user("ana", PASSWORD, email="ana@example.org", groups=["search-team", "ops"])
+    sso.add_user("ana", PASSWORD, email="ana@example.org", groups=["search-team", "ops", "payroll"])
 
     authorize = start(client, next_url="/c/web-search/")
     params = parse_qs(urlsplit(authorize).query)
@@ -69,6 +69,7 @@ def test_the_authorization_code_flow_with_pkce_signs_in_with_the_mapped_role(
         ("login", "ana"),
     ]
     login = AuditEvent.objects.get(action="login")
+    # The groups that map to a role; the others are none of the log's business.
     assert login.detail == {"method": "oidc", "groups": ["ops", "search-team"]}
     assert login.actor_id == ana.pk
     assert client.get("/c/web-search/").status_code == 200
@@ -237,3 +238,19 @@ def test_an_unreachable_provider_is_a_clear_page(client, sso, settings):
     response = client.get("/oidc/login/")
 
     refused(response, 502, "provider_unreachable", "could not read the identity provider")
+
+
+def test_a_username_verity_cannot_hold_is_refused(client, sso, settings, django_user_model):
+    settings.VERITY_OIDC_USERNAME_CLAIM = "email"
+    settings.VERITY_OIDC_CREATE_USERS = True
+    sso.add_user("ana", PASSWORD, email="a" * 150 + "@example.org")
+
+    refused(sign_in(client, sso), 403, "username_too_long", "a Verity username has at most 150")
+    assert not django_user_model.objects.exists()
+
+
+def test_a_missing_username_claim_is_refused(client, sso, settings):
+    settings.VERITY_OIDC_USERNAME_CLAIM = "employee_id"  # the provider sends none
+    sso.add_user("ana", PASSWORD)
+
+    refused(sign_in(client, sso), 403, "username_missing", "has no &#x27;employee_id&#x27; claim")
