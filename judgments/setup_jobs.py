@@ -156,7 +156,7 @@ def _set_up(job: Job, progress: JobProgress) -> None:
                 f"{counted(report.items_created, 'item')} with text, "
                 f"{counted(report.placeholders_created, 'placeholder item')} (ids only)"
                 + (
-                    f"; {counted(skipped, 'document')} the qrels do not name skipped"
+                    f"; skipped {counted(skipped, 'document')} that no qrels line names"
                     if skipped
                     else ""
                 ),

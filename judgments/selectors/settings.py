@@ -80,6 +80,8 @@ LABELS = {
     "resolution_policy": "Resolution policy",
     "adjudicate_distance": "Adjudicate distance",
     "model_labels": "Model labels",
+    "role": "Role",
+    "can_adjudicate": "May adjudicate",
 }
 
 
@@ -116,11 +118,14 @@ def _guidelines(c: Collection, before: Any, after: Any) -> str:
 
 def _pool_depth(c: Collection, before: Any, after: Any) -> str:
     runs = run_names(c.pk)
-    stored = f" The {counted(len(runs), 'run')} imported already keep" if runs else " Runs"
+    kept = (
+        f" The {counted(len(runs), 'run')} imported already keep their review tasks as they are."
+        if runs
+        else ""
+    )
     return (
         f"Runs imported from now on queue their unjudged items down to rank {after} (was "
-        f"{before}).{stored} {'their' if runs else 'imported before keep their'} review "
-        "tasks as they are."
+        f"{before}).{kept}"
     )
 
 

@@ -212,7 +212,7 @@ def collection_settings(request: HttpRequest, collection: Collection) -> HttpRes
             "preview_guidelines": preview_guidelines,
             "history": _history_rows(collection),
             "history_total": settings_history(collection).count(),
-            "scale_text": scale_text(collection.scale),
+            "scale_text": scale_text(collection.scale).replace("\n", ", "),
         },
         status=400 if form.errors else 200,
     )

@@ -111,7 +111,7 @@ def test_the_api_records_once_per_change_and_reads_and_writes_can_adjudicate(wor
 
 
 def test_the_admin_add_and_change_forms_work_and_record(client, world):
-    c, boss, _ = world
+    _c, boss, _ = world
     client.force_login(boss)
     form = {
         "slug": "added",

@@ -50,12 +50,14 @@ def settings_form(c, **changes):
 
 
 def test_the_preview_counts_what_raising_assessors_opens_and_changes_nothing(client, world):
-    c, boss = world
+    c, _boss = world
     page = client.post("/c/news/settings/", settings_form(c, assessors_per_item=2, step="preview"))
     text = page.content.decode()
     assert page.status_code == 200
-    assert "Raising assessors per item to 2 opens 4 more review tasks (1 for each of the " \
-           "4 open pairs) and keeps 1 judgment as its reviewers&#x27; assessments" in text  # fmt: skip
+    assert (
+        "Raising assessors per item to 2 opens 4 more review tasks (1 for each of the 4 open "
+        "pairs) and keeps 1 judgment as its reviewers&#x27; assessments"
+    ) in text
     c.refresh_from_db()
     assert c.assessors_per_item == 1 and ReviewTask.objects.filter(collection=c).count() == 4
     assert not AuditEvent.objects.filter(action="collection.settings").exists()
@@ -73,7 +75,7 @@ def test_the_preview_counts_what_raising_assessors_opens_and_changes_nothing(cli
 
 
 def test_apply_after_someone_else_changed_is_not_applied(client, world):
-    c, boss = world
+    c, _boss = world
     form = settings_form(c, pool_depth=50, step="apply")
     client.post("/c/news/settings/", settings_form(c, pool_depth=20, step="apply"))
     answer = client.post("/c/news/settings/", form)  # based_on 0: the preview is stale
@@ -132,7 +134,7 @@ def test_members_are_added_by_email_changed_and_the_last_admin_kept(client, worl
 
 
 def test_a_removed_member_loses_access_at_once_everywhere(client, world):
-    c, boss = world
+    c, _boss = world
     eva = make_user("eva")
     set_member_access(collection=c, user=eva, role=Role.EVALUATOR)
     job = Job.objects.create(kind=JobKind.QRELS_EXPORT, label="x", collection=c, created_by=eva,
