@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
@@ -55,8 +56,9 @@ def new_collection(request: HttpRequest) -> HttpResponse:
     """The new-collection form. Without start files the collection is made now and the
     page goes to it; with them, a job makes it (the page goes to the job's progress)."""
     if not may_create_collections(request.user):
+        who = {"staff": "staff users"}.get(settings.VERITY_COLLECTION_CREATORS, "superusers")
         raise PermissionDenied(
-            "Creating collections is open to superusers on this server "
+            f"Creating collections is open to {who} on this server "
             "(VERITY_COLLECTION_CREATORS); ask one to create it, or to make you an admin of "
             "an existing one."
         )

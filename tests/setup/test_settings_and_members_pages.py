@@ -11,7 +11,12 @@ from rest_framework.test import APIClient
 from audit.models import AuditEvent
 from jobs.models import Job, JobKind
 from judgments.models import Membership, ReviewTask, Role
-from judgments.services import create_api_token, queue_unjudged, set_member_access
+from judgments.services import (
+    create_api_token,
+    freeze_snapshot,
+    queue_unjudged,
+    set_member_access,
+)
 from tests.factories import make_collection, make_item, make_judgment, make_query, make_user
 
 pytestmark = pytest.mark.django_db
@@ -139,6 +144,7 @@ def test_a_removed_member_loses_access_at_once_everywhere(client, world):
     set_member_access(collection=c, user=eva, role=Role.EVALUATOR)
     job = Job.objects.create(kind=JobKind.QRELS_EXPORT, label="x", collection=c, created_by=eva,
                              task_path="x", params={"snapshot": 1})  # fmt: skip
+    freeze_snapshot(collection=c, by=None)
     key = create_api_token(user=eva, name="ci").key
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
@@ -146,13 +152,14 @@ def test_a_removed_member_loses_access_at_once_everywhere(client, world):
     eva_client.force_login(eva)
     doors = ["/c/news/", "/c/news/review/", "/c/news/snapshots/", "/c/news/q/q1/"]
     api_doors = ["/api/collections/news/", "/api/collections/news/queries/",
-                 "/api/collections/news/snapshots/", f"/api/jobs/{job.pk}/"]  # fmt: skip
+                 "/api/collections/news/snapshots/", "/api/collections/news/snapshots/1/qrels",
+                 f"/api/jobs/{job.pk}/"]  # fmt: skip
     assert [eva_client.get(u).status_code for u in doors] == [200] * 4
-    assert [api.get(u).status_code for u in api_doors] == [200] * 4
+    assert [api.get(u).status_code for u in api_doors] == [200] * 5
     assert eva_client.get(f"/jobs/{job.pk}/").status_code == 200
     client.post("/c/news/members/", {"action": "remove", "username": "eva"})
     assert not Membership.objects.filter(collection=c, user=eva).exists()
     assert [eva_client.get(u).status_code for u in doors] == [404] * 4
-    assert [api.get(u).status_code for u in api_doors] == [404] * 4
+    assert [api.get(u).status_code for u in api_doors] == [404] * 5
     assert eva_client.get(f"/jobs/{job.pk}/").status_code == 404
     assert "news" not in eva_client.get("/").content.decode()
