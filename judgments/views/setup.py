@@ -107,8 +107,13 @@ def new_collection(request: HttpRequest) -> HttpResponse:
 
 
 def _judges(collection: Collection) -> list[str]:
+    """The judges the policy may name, and the one it names now (even if it was removed
+    since: the form must be able to keep or clear it)."""
     source = label_source()
-    return list(source.names(collection)) if source is not None else []
+    names = list(source.names(collection)) if source is not None else []
+    if collection.model_labels and collection.model_labels not in names:
+        names.append(collection.model_labels)
+    return names
 
 
 def _last_change(collection: Collection) -> int:
