@@ -172,6 +172,16 @@ class NewCollectionForm(ReviewSettingsMixin):
         "line; its collection line, if any, must have the unit, scale and relevant grade "
         "above.",
     )
+    create_missing_items = forms.BooleanField(
+        required=False,
+        label="Items it names without an item line become placeholders",
+        help_text="Otherwise such a judgment is refused, with its line.",
+    )
+    set_status = forms.BooleanField(
+        required=False,
+        label="Mark queries with a relevant judgment relevant",
+        help_text="Otherwise they stay unreviewed, unless the bundle gives their status.",
+    )
 
     field_order = [
         "name",
@@ -190,6 +200,8 @@ class NewCollectionForm(ReviewSettingsMixin):
         "topics",
         "docs",
         "bundle",
+        "create_missing_items",
+        "set_status",
     ]
 
     def clean_slug(self) -> str:

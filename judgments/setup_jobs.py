@@ -32,6 +32,7 @@ from jobs.runner import complete, run_job
 from jobs.services import JobFailed, create_job
 
 from . import formats
+from .models import Collection
 from .selectors import may_create_collections
 from .services import ImportRefused, VerityError, set_up_collection
 from .wording import counted
@@ -41,10 +42,19 @@ ROLES = {TREC: ("qrels", "topics", "docs"), BUNDLE: ("bundle",)}
 
 
 def start_collection_setup(
-    *, fields: dict[str, Any], review: dict[str, Any], start: str, uploads: dict[str, Any], by: Any
+    *,
+    fields: dict[str, Any],
+    review: dict[str, Any],
+    start: str,
+    uploads: dict[str, Any],
+    by: Any,
+    create_missing_items: bool = False,
+    set_status: bool = False,
 ) -> Job:
     """Queue creating the collection ``fields`` describe from ``uploads`` ({role: file}).
-    ``fields`` and ``review`` are the form's checked values (``set_up_collection``)."""
+    ``fields`` and ``review`` are the form's checked values (``set_up_collection``); TREC
+    files always make placeholders and set statuses (``import_trec``'s rules), a bundle
+    as its two options say (``import_collection``'s)."""
     with tempfile.TemporaryDirectory(
         prefix="verity-new-", dir=settings.FILE_UPLOAD_TEMP_DIR
     ) as folder:
@@ -65,7 +75,14 @@ def start_collection_setup(
             label=f"Create collection {fields['slug']} from "
             + ", ".join(names[r] for r in ROLES[start] if r in names),
             by=by,
-            params={"fields": fields, "review": review, "start": start, "files": names},
+            params={
+                "fields": fields,
+                "review": review,
+                "start": start,
+                "files": names,
+                "create_missing_items": start == TREC or create_missing_items,
+                "set_status": start == TREC or set_status,
+            },
             input_file=packed,
             input_name=f"{fields['slug']}-start.zip",
         )
@@ -135,9 +152,13 @@ def _set_up(job: Job, progress: JobProgress) -> None:
         )
     p = job.params
     fields = p["fields"]
+    if Collection.objects.filter(slug=fields["slug"]).exists():
+        raise JobFailed(
+            f"Nothing was created: a collection '{fields['slug']}' was made since this job "
+            "was queued. Start again on the new-collection page with another slug."
+        )
     with input_path(job) as path, zipfile.ZipFile(path) as zf:
         bundle, skipped = _read(job, zf, progress)
-    trec = p["start"] == TREC
     try:
         with transaction.atomic():
             collection, report = set_up_collection(
@@ -145,8 +166,8 @@ def _set_up(job: Job, progress: JobProgress) -> None:
                 **fields,
                 review=p["review"],
                 data=bundle,
-                create_missing_items=trec,
-                set_status=trec,
+                create_missing_items=bool(p.get("create_missing_items")),
+                set_status=bool(p.get("set_status")),
                 progress=from_lines(progress),
             )
             assert report is not None

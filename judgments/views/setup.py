@@ -88,6 +88,8 @@ def new_collection(request: HttpRequest) -> HttpResponse:
                 start=v["start"],
                 uploads=form.uploads(),
                 by=request.user,
+                create_missing_items=v["create_missing_items"],
+                set_status=v["set_status"],
             )
             return redirect("jobs:job", pk=job.pk)
         try:
@@ -263,6 +265,9 @@ def _apply_member_change(
                 request=request,
             )
             messages.success(request, f"Saved {user.get_username()}'s access.")
+            if user.pk == request.user.pk and v["role"] != Role.ADMIN:
+                # No longer an admin here: the members page would refuse them now.
+                return redirect("judgments:collection", slug=collection.slug)
     except InvariantError as e:
         messages.error(request, f"Not changed: {e}.")
     return None

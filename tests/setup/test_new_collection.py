@@ -193,3 +193,39 @@ def test_a_bundle_whose_scale_differs_is_refused(client, boss, jobs_inline):
     assert job.state == JobState.FAILED
     assert "other.jsonl, line 1" in "\n".join(job.errors)
     assert not Collection.objects.exists()
+
+
+def test_a_bundle_s_options_make_placeholders_and_statuses(client, boss, jobs_inline):
+    lines = [
+        {"type": "collection", "slug": "x", "name": "X", "relevant_grade": 2,
+         "scale": [{"grade": g, "name": n} for g, n in enumerate(
+             ["irrelevant", "related", "highly relevant", "perfectly relevant"])]},
+        {"type": "query", "id": "q1", "text": "cost"},
+        {"type": "judgment", "query": "q1", "item": "d7", "grade": 2},
+    ]  # fmt: skip
+    body = "\n".join(json.dumps(x) for x in lines).encode()
+    with jobs_inline():
+        client.post("/c/new/", form(start="bundle", bundle=SimpleUploadedFile("b.jsonl", body)))
+    refused = Job.objects.get()
+    assert refused.state == JobState.FAILED and "b.jsonl, line 3" in "\n".join(refused.errors)
+    with jobs_inline():
+        client.post(
+            "/c/new/",
+            form(start="bundle", bundle=SimpleUploadedFile("b.jsonl", body),
+                 create_missing_items="on", set_status="on"),
+        )  # fmt: skip
+    done = Job.objects.exclude(pk=refused.pk).get()
+    assert done.state == JobState.DONE, done.errors
+    c = Collection.objects.get(slug="dl-sample")
+    assert c.items.get().placeholder is True
+    assert c.queries.get().status == "relevant"
+
+
+def test_a_slug_taken_while_the_job_waited_fails_it_in_words(client, boss, jobs_inline):
+    with jobs_inline():  # the job runs when the block ends: after the other collection
+        client.post("/c/new/", form(start="trec", **trec_files()))
+        make_collection(slug="dl-sample", name="Someone else's")
+    job = Job.objects.get()
+    assert job.state == JobState.FAILED
+    assert "a collection 'dl-sample' was made since this job was queued" in job.error
+    assert Collection.objects.get(slug="dl-sample").name == "Someone else's"

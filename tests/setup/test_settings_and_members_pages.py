@@ -163,3 +163,14 @@ def test_a_removed_member_loses_access_at_once_everywhere(client, world):
     assert [api.get(u).status_code for u in api_doors] == [404] * 5
     assert eva_client.get(f"/jobs/{job.pk}/").status_code == 404
     assert "news" not in eva_client.get("/").content.decode()
+
+
+def test_an_admin_who_demotes_themselves_lands_on_the_collection(client, world):
+    c, boss = world
+    other = make_user("other")
+    set_member_access(collection=c, user=other, role=Role.ADMIN)
+    answer = client.post("/c/news/members/", {"action": "save", "username": "boss",
+                                              "role": "reviewer"})  # fmt: skip
+    assert answer.status_code == 302 and answer["Location"] == "/c/news/"
+    assert Membership.objects.get(collection=c, user=boss).role == Role.REVIEWER
+    assert client.get("/c/news/members/").status_code == 403
