@@ -36,6 +36,10 @@ def world(client):
     return c, boss
 
 
+def _last_settings_row():
+    return AuditEvent.objects.filter(action="collection.settings").order_by("-id").first().pk
+
+
 def settings_form(c, **changes):
     data = {
         "name": c.name,
@@ -74,6 +78,10 @@ def test_the_preview_counts_what_raising_assessors_opens_and_changes_nothing(cli
     assert "opens 4 more review tasks (1 for each of the 4 pairs still being assessed)" in (
         again.content.decode()
     )
+    c.refresh_from_db()
+    client.post("/c/news/settings/", settings_form(c, assessors_per_item=3, step="apply",
+                                                  based_on=_last_settings_row()))  # fmt: skip
+    assert ReviewTask.objects.filter(collection=c).count() == 12  # the 4 previewed
     history = client.get("/c/news/settings/").content.decode()
     assert "collection.settings" in history and "Assessors per item: 1 → 2" in history
     assert "member.add" in history and "boss" in history
