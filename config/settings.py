@@ -266,6 +266,15 @@ VERITY_JOB_STALE_SECONDS = float(os.environ.get("VERITY_JOB_STALE_SECONDS", "60"
 # The audit log keeps rows this many days (audit.services.prune, run by ``audit_log --prune``);
 # 0 keeps them for ever.
 VERITY_AUDIT_RETENTION_DAYS = int(os.environ.get("VERITY_AUDIT_RETENTION_DAYS", "0"))
+# Who may create collections in the browser (/c/new/): "superusers" (the default), "staff"
+# (staff users and superusers) or "everyone" (any signed-in user). The creator becomes the
+# new collection's admin. Commands (import_collection, import_trec) are the operator's.
+VERITY_COLLECTION_CREATORS = os.environ.get("VERITY_COLLECTION_CREATORS", "superusers").strip()
+if VERITY_COLLECTION_CREATORS not in ("superusers", "staff", "everyone"):
+    raise ImproperlyConfigured(
+        f"VERITY_COLLECTION_CREATORS={VERITY_COLLECTION_CREATORS!r}: use 'superusers' (the "
+        "default), 'staff' or 'everyone'"
+    )
 VERITY_INLINE_MAX_BYTES = int(os.environ.get("VERITY_INLINE_MAX_BYTES", str(2 * 1024**2)))
 VERITY_INLINE_MAX_ROWS = int(os.environ.get("VERITY_INLINE_MAX_ROWS", "200000"))
 # A run upload is imported in the request only when it is small in work too: at most this

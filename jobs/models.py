@@ -23,6 +23,7 @@ class JobKind(models.TextChoices):
     QRELS_EXPORT = "qrels_export", "qrels export"
     JUDGING = "judging", "judging by a model"
     MAPPING_IMPORT = "mapping_import", "unit mapping import"
+    COLLECTION_CREATE = "collection_create", "collection creation"
 
 
 class JobState(models.TextChoices):

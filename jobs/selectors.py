@@ -32,6 +32,9 @@ ROLE_FOR_KIND: dict[str, str] = {
     JobKind.JUDGING: "evaluator",
     JobKind.MAPPING_IMPORT: "evaluator",
     JobKind.COLLECTION_IMPORT: "admin",
+    # Made with no collection (its author alone sees it); the collection it made is set
+    # on it when it is done, and from then its admins see it.
+    JobKind.COLLECTION_CREATE: "admin",
 }
 
 #: The roles that include each role (``judgments.models.ROLE_RANK``, strongest last).

@@ -54,7 +54,9 @@ def judge_policy(request: HttpRequest, collection: Collection) -> HttpResponse:
         )
     name = request.POST.get("model_labels", "").strip()
     try:
-        update_collection_settings(collection=collection, model_labels=name)
+        update_collection_settings(
+            collection=collection, model_labels=name, actor=request.user, request=request
+        )
     except InvariantError as exc:
         messages.error(request, f"Not changed: {exc}.")
     else:

@@ -9,6 +9,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.db import transaction
+from django.urls import reverse
+from django.utils.html import format_html
 
 from .models import (
     AdjudicationTask,
@@ -26,7 +28,13 @@ from .models import (
     Snapshot,
     TaskSource,
 )
-from .services.collections import validate_scale
+from .services.collections import (
+    COLLECTION_SETTINGS,
+    RESERVED_SLUGS,
+    create_collection,
+    update_collection_settings,
+    validate_scale,
+)
 from .services.errors import InvariantError
 from .services.search_index import index_items
 from .services.tokens import revoke_api_token
@@ -56,20 +64,31 @@ class CollectionAdminForm(forms.ModelForm):
                 data["scale"] = validate_scale(data.get("scale"), data.get("relevant_grade"))
             except InvariantError as e:
                 self.add_error("scale", str(e))
+        if "slug" in self.fields and data.get("slug") in RESERVED_SLUGS:
+            self.add_error("slug", f"'{data['slug']}' names a page of Verity; choose another")
+        depth = data.get("pool_depth")
+        if depth is not None and depth < 1:
+            self.add_error("pool_depth", "the pool depth must be a positive integer")
         return data
 
 
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
+    """ "Add collection" goes through ``create_collection`` (the adding superuser becomes
+    its admin) and a change through ``update_collection_settings``, so both are checked
+    and recorded in the audit log as on the pages. The review settings (assessors per
+    item, policy, distance, model labels) are read-only here: their change does work
+    (slots for open tasks, assessments kept) that the settings page previews first, and
+    the change page links to it."""
+
     form = CollectionAdminForm
     list_display = ["slug", "name", "unit", "relevant_grade", "pool_depth", "created_at"]
     search_fields = ["slug", "name"]
     #: Set once, on "Add collection".
-    set_on_add = ("scale", "relevant_grade")
-    # The assessor settings change through update_collection_settings (the API's PATCH),
-    # which gives open tasks their slots and keeps judgments as assessments; model_labels
-    # too (the API, or the judges page), which checks the name against the judges.
+    set_on_add = ("scale", "relevant_grade", "unit", "slug")
     readonly_fields = [
+        "slug",
+        "unit",
         "scale",
         "relevant_grade",
         "created_at",
@@ -77,7 +96,20 @@ class CollectionAdmin(admin.ModelAdmin):
         "resolution_policy",
         "adjudicate_distance",
         "model_labels",
+        "settings_and_members",
     ]
+
+    @admin.display(description="Settings and members")
+    def settings_and_members(self, obj: Collection) -> str:
+        if obj is None or obj.pk is None:
+            return "On the collection's settings page, once it is added."
+        return format_html(
+            'Change the review settings on <a href="{}">its settings page</a> (with a '
+            'preview of what each change does) and the members on <a href="{}">its members '
+            "page</a>; both keep a history.",
+            reverse("judgments:settings", args=[obj.slug]),
+            reverse("judgments:members", args=[obj.slug]),
+        )
 
     def get_readonly_fields(self, request: Any, obj: Any = None) -> Any:
         fields = super().get_readonly_fields(request, obj)
@@ -88,6 +120,37 @@ class CollectionAdmin(admin.ModelAdmin):
             "scale": [{"grade": 0, "name": "not relevant"}, {"grade": 1, "name": "relevant"}],
             **super().get_changeform_initial_data(request),
         }
+
+    def save_model(self, request: Any, obj: Collection, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        if not change:
+            created = create_collection(
+                slug=data["slug"],
+                name=data["name"],
+                scale=data["scale"],
+                relevant_grade=data["relevant_grade"],
+                unit=data["unit"],
+                description=data.get("description", ""),
+                guidelines=data.get("guidelines", ""),
+                pool_depth=data["pool_depth"],
+                creator=request.user,
+                request=request,
+            )
+            obj.pk = created.pk
+            obj.created_at = created.created_at
+            return
+        stored = Collection.objects.get(pk=obj.pk)
+        changes = {
+            name: data[name]
+            for name in COLLECTION_SETTINGS
+            if name in data and name in form.changed_data
+        }
+        update_collection_settings(
+            collection=stored, actor=request.user, request=request, **changes
+        )
+
+    def save_related(self, request: Any, form: Any, formsets: Any, change: bool) -> None:
+        pass  # no inlines; the object was saved by the services above
 
 
 @admin.register(Query)
@@ -156,7 +219,11 @@ class AdjudicationTaskAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ReadOnlyAdmin):
+    """Read-only: members change on each collection's members page (``set_member_access``
+    and ``set_member_role``: the last admin is kept, each change recorded in the audit
+    log), or over the API."""
+
     list_display = [
         "collection",
         "user",
@@ -164,9 +231,20 @@ class MembershipAdmin(admin.ModelAdmin):
         "can_adjudicate",
         "granted_by_group",
         "created_at",
+        "manage",
     ]
     list_filter = ["collection", "role"]
     list_select_related = ["collection", "user"]
+
+    def has_view_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return bool(request.user.is_active and request.user.is_staff)
+
+    @admin.display(description="Change")
+    def manage(self, obj: Membership) -> str:
+        return format_html(
+            '<a href="{}">members page</a>',
+            reverse("judgments:members", args=[obj.collection.slug]),
+        )
 
 
 @admin.register(TaskSource)

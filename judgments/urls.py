@@ -6,7 +6,10 @@ app_name = "judgments"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("c/new/", views.new_collection, name="new-collection"),  # before c/<slug>/
     path("c/<slug:slug>/", views.collection_detail, name="collection"),
+    path("c/<slug:slug>/settings/", views.collection_settings, name="settings"),
+    path("c/<slug:slug>/members/", views.collection_members, name="members"),
     path("c/<slug:slug>/review/", views.review, name="review"),
     path("c/<slug:slug>/review/claim/", views.review_claim, name="review-claim"),
     path("c/<slug:slug>/review/judge/", views.review_judge, name="review-judge"),

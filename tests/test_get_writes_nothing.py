@@ -289,3 +289,24 @@ def test_every_get_url_writes_nothing(demo):
         *(f"{review}{scope} [json]" for scope in scopes),
     ):
         assert page in reviewer.ok(), (page, reviewer.statuses.get(page))
+
+
+def test_the_set_up_pages_write_nothing_on_get(demo):
+    """Issue 25's pages, as the demo's admin (a superuser, so /c/new/ opens too): the
+    settings page's GET never previews into the database; query strings change nothing."""
+    admin = get_user_model().objects.get(username="admin")
+    seen: dict[str, Rows] = {}
+    walk = Walk(logged_in(admin), "admin", seen)
+    walk.look()
+    pages = [
+        "/c/new/",
+        "/c/new/?start=trec",
+        "/c/demo-handbook/settings/",
+        "/c/demo-handbook/settings/?step=apply&assessors_per_item=3",
+        "/c/demo-handbook/members/",
+        "/c/demo-handbook/members/?action=remove&username=reviewer",
+    ]
+    for url in pages:
+        walk.get(url)
+    assert_wrote_nothing(walk)
+    assert walk.ok() == set(pages)

@@ -38,6 +38,7 @@ from .records import (
     describe_problems,
 )
 from .trec import parse_qrels, parse_scale_option, parse_topics
+from .trec_set import read_trec_set, scale_from_grades
 from .writers import collection_object, dumps_bundle, dumps_trec_qrels
 
 __all__ = [
@@ -70,4 +71,6 @@ __all__ = [
     "parse_queries",
     "parse_scale_option",
     "parse_topics",
+    "read_trec_set",
+    "scale_from_grades",
 ]

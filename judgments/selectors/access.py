@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
 from ..models import Collection, Membership, Role, role_allows
@@ -72,3 +73,15 @@ def may_see_labels(user: Any, collection: Collection) -> bool:
 def may_score(user: Any, collection: Any) -> bool:
     """Scoring stores evaluations: an evaluator's action (``Role.EVALUATOR``)."""
     return may(user, collection, Role.EVALUATOR)
+
+
+def may_create_collections(user: Any) -> bool:
+    """Who may create collections (``/c/new/``), by ``VERITY_COLLECTION_CREATORS``:
+    ``superusers`` (the default), ``staff`` (staff and superusers) or ``everyone`` (any
+    signed-in, active user). The creator becomes the new collection's admin."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    who = settings.VERITY_COLLECTION_CREATORS
+    if user.is_superuser or who == "everyone":
+        return True
+    return who == "staff" and bool(user.is_staff)

@@ -18,6 +18,7 @@ from .assessments import (
 )
 from .collections import (
     COLLECTION_SETTINGS,
+    RESERVED_SLUGS,
     create_collection,
     update_collection_settings,
     validate_scale,
@@ -50,6 +51,7 @@ from .queue import (
     skip_task,
     task_priority,
 )
+from .setup import set_up_collection
 from .snapshots import freeze_snapshot
 from .statistics import analyze_after_commit
 from .tokens import (
@@ -65,6 +67,7 @@ __all__ = [
     "DEFAULT_LEASE",
     "IMPORT_BATCH_SIZE",
     "PROGRESS_EVERY",
+    "RESERVED_SLUGS",
     "ImportRefused",
     "ImportReport",
     "InvariantError",
@@ -104,6 +107,7 @@ __all__ = [
     "set_membership",
     "set_query_status",
     "set_query_statuses",
+    "set_up_collection",
     "skip_task",
     "task_priority",
     "undo_judgment_change",

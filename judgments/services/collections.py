@@ -5,17 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from audit.services import record
 from verity_limits import GRADE_MAX
 
 from ..extensions import label_source
 from ..locks import lock_collection
-from ..models import Assessment, Collection, Judgment, LabelingUnit, ReviewTask, TaskStatus
+from ..models import Assessment, Collection, LabelingUnit, Role
 from ..resolution import POLICIES
+from ..selectors.settings import (
+    judgments_without_assessment,
+    open_first_slots,
+    unresolved_first_slots,
+)
 from .errors import InvariantError
+from .members import set_membership
 from .pooling import fill_slots
+
+#: Slugs that name pages, not collections (``/c/new/``).
+RESERVED_SLUGS = frozenset({"new"})
 
 
 def validate_scale(scale: Any, relevant_grade: int) -> list[dict[str, Any]]:
@@ -58,25 +67,54 @@ def create_collection(
     description: str = "",
     guidelines: str = "",
     pool_depth: int = 10,
+    creator: Any = None,
+    actor: Any = None,
+    request: Any = None,
 ) -> Collection:
-    """Create a collection whose scale is valid and whose relevant grade is on it."""
+    """Create a collection whose scale is valid and whose relevant grade is on it;
+    ``creator`` (a user) becomes its admin. Recorded as ``collection.create`` (by
+    ``actor``, else ``creator``), with every setting it starts with."""
     canonical = validate_scale(scale, relevant_grade)
+    if slug in RESERVED_SLUGS:
+        raise InvariantError(f"slug '{slug}' names a page of Verity; choose another")
     if unit not in LabelingUnit.values:
         raise InvariantError(f"unit {unit!r} must be one of {', '.join(LabelingUnit.values)}")
     if type(pool_depth) is not int or pool_depth < 1:
         raise InvariantError(f"pool depth {pool_depth!r} must be a positive integer")
     if Collection.objects.filter(slug=slug).exists():
         raise InvariantError(f"a collection with slug '{slug}' exists already; choose another")
-    return Collection.objects.create(
-        slug=slug,
-        name=name,
-        scale=canonical,
-        relevant_grade=relevant_grade,
-        unit=unit,
-        description=description,
-        guidelines=guidelines,
-        pool_depth=pool_depth,
-    )
+    actor = actor if actor is not None else creator
+    with transaction.atomic():
+        collection = Collection.objects.create(
+            slug=slug,
+            name=name,
+            scale=canonical,
+            relevant_grade=relevant_grade,
+            unit=unit,
+            description=description,
+            guidelines=guidelines,
+            pool_depth=pool_depth,
+        )
+        record(
+            "collection.create",
+            actor=actor,
+            collection=collection,
+            target=slug,
+            before=None,
+            after={
+                "slug": slug,
+                "unit": unit,
+                "scale": canonical,
+                "relevant_grade": relevant_grade,
+                **settings_of(collection),
+            },
+            request=request,
+        )
+        if creator is not None:
+            set_membership(
+                collection=collection, user=creator, role=Role.ADMIN, actor=actor, request=request
+            )
+    return collection
 
 
 COLLECTION_SETTINGS = (
@@ -90,6 +128,11 @@ COLLECTION_SETTINGS = (
     "adjudicate_distance",
     "model_labels",
 )
+
+
+def settings_of(collection: Collection) -> dict[str, Any]:
+    """Every setting's current value, by name (``COLLECTION_SETTINGS``)."""
+    return {name: getattr(collection, name) for name in COLLECTION_SETTINGS}
 
 
 def _check_model_labels(collection: Collection, changes: dict[str, Any]) -> None:
@@ -126,9 +169,6 @@ def _start_overlap(collection: Collection) -> None:
     """A collection going from one assessor per item to several: every judged pair
     without an assessment keeps its judgment as its reviewer's assessment (as the
     migration did), and every open task gets its other slots."""
-    same_pair = Assessment.objects.filter(
-        query_id=OuterRef("query_id"), item_id=OuterRef("item_id")
-    )
     Assessment.objects.bulk_create(
         [
             Assessment(
@@ -140,15 +180,14 @@ def _start_overlap(collection: Collection) -> None:
                 grade=j.grade,
                 note=j.note,
             )
-            for j in Judgment.objects.filter(query__collection=collection)
-            .exclude(Exists(same_pair))
-            .order_by("pk")
+            for j in judgments_without_assessment(collection).order_by("pk")
         ],
         batch_size=2000,
     )
-    first_slots = ReviewTask.objects.filter(collection=collection, slot=1).exclude(
-        status=TaskStatus.DONE
-    )
+    _fill_slots(collection, open_first_slots(collection))
+
+
+def _fill_slots(collection: Collection, first_slots: Any) -> None:
     ids = list(first_slots.order_by("pk").select_for_update().values_list("pk", flat=True))
     if ids:
         with connection.cursor() as cursor:
@@ -162,14 +201,21 @@ def _start_overlap(collection: Collection) -> None:
 
 
 @transaction.atomic
-def update_collection_settings(*, collection: Collection, **changes: Any) -> Collection:
+def update_collection_settings(
+    *, collection: Collection, actor: Any = None, request: Any = None, **changes: Any
+) -> Collection:
     """Change a collection's settings: name, description, guidelines, pool depth,
     whether it holds its whole corpus (then runs naming items it lacks are refused), and
     how several assessors per item are resolved (assessors per item, resolution policy,
     adjudicate distance), and whether a model judge's proposals become labels at freeze
     where no person assessed (``model_labels``: '' or a judge's name). Going from one
     assessor per item to several keeps every judgment as its reviewer's assessment and
-    gives the open tasks their other slots.
+    gives the open tasks their other slots; raising the number further gives the pairs
+    still being assessed their new slots.
+
+    Recorded as one ``collection.settings`` audit row by ``actor``, holding only the
+    settings whose value changed, before and after; a change that changes nothing
+    records nothing.
 
     The scale, relevant grade and unit are not settings: they fix what every stored
     judgment and snapshot means, so they are set once, when the collection is created.
@@ -188,14 +234,31 @@ def update_collection_settings(*, collection: Collection, **changes: Any) -> Col
     if type(depth) is not int or depth < 1:
         raise InvariantError(f"pool depth {depth!r} must be a positive integer")
     _check_overlap_settings(changes)
-    _check_model_labels(collection, changes)
+    if changes.get("model_labels", collection.model_labels) != collection.model_labels:
+        _check_model_labels(collection, changes)
     given, collection = collection, lock_collection(collection.pk)
-    starts_overlap = not collection.has_overlap and changes.get("assessors_per_item", 1) > 1
-    if changes:
-        for name, value in changes.items():
-            setattr(collection, name, value)
-            setattr(given, name, value)  # the caller's copy must not serve stale settings
-        collection.save(update_fields=list(changes))
-    if starts_overlap:
+    changed = {k: v for k, v in changes.items() if getattr(collection, k) != v}
+    before = {k: getattr(collection, k) for k in changed}
+    was = collection.assessors_per_item
+    for name, value in changes.items():
+        setattr(given, name, value)  # the caller's copy must not serve stale settings
+    if not changed:
+        return collection
+    for name, value in changed.items():
+        setattr(collection, name, value)
+    collection.save(update_fields=list(changed))
+    now = collection.assessors_per_item
+    if was == 1 and now > 1:
         _start_overlap(collection)
+    elif 1 < was < now:
+        _fill_slots(collection, unresolved_first_slots(collection))
+    record(
+        "collection.settings",
+        actor=actor,
+        collection=collection,
+        target=collection.slug,
+        before=before,
+        after=changed,
+        request=request,
+    )
     return collection

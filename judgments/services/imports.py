@@ -27,7 +27,7 @@ from .statistics import analyze_after_commit
 
 
 def _import_target(
-    record: CollectionRecord | None, slug: str | None, *, create: bool
+    record: CollectionRecord | None, slug: str | None, *, create: bool, by: User | None = None
 ) -> tuple[Collection, bool]:
     """The collection to import into, locked, created from ``record`` when new."""
     where = record.where if record is not None else Where("command line")
@@ -57,6 +57,7 @@ def _import_target(
                 description=record.description,
                 guidelines=record.guidelines,
                 pool_depth=record.pool_depth,
+                actor=by,
             )
         except InvariantError as e:
             raise ImportRefused([Problem(where, str(e))]) from None
@@ -148,7 +149,7 @@ def import_collection_data(
     and a ``QueryStatusChange`` per status set. Imported judgments complete their pairs'
     review tasks; unjudged records (qrels grade -1) are queued through ``queue_unjudged``.
     """
-    collection, created = _import_target(data.collection, collection_slug, create=create)
+    collection, created = _import_target(data.collection, collection_slug, create=create, by=by)
     plan = _ImportPlan(
         collection,
         data,

@@ -26,6 +26,7 @@ from .review_queue import (
     review_skip,
     review_undo,
 )
+from .setup import collection_members, collection_settings, new_collection
 from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snapshot_list
 
 __all__ = [
@@ -36,8 +37,11 @@ __all__ = [
     "agreement_page",
     "bulk_status",
     "collection_detail",
+    "collection_members",
+    "collection_settings",
     "home",
     "member_view",
+    "new_collection",
     "query_detail",
     "review",
     "review_claim",

@@ -21,6 +21,7 @@ from ..models import Collection, QueryStatus
 from ..selectors import (
     collections_with_review_progress,
     may_adjudicate,
+    may_create_collections,
     may_see_assessments,
     may_see_labels,
     open_adjudications,
@@ -40,7 +41,11 @@ QUERIES_PER_PAGE = 50
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     rows = collections_with_review_progress(request.user)
-    return render(request, "judgments/home.html", {"rows": rows})
+    return render(
+        request,
+        "judgments/home.html",
+        {"rows": rows, "may_create": may_create_collections(request.user)},
+    )
 
 
 def _filters(data: Any) -> tuple[str, str]:

@@ -76,7 +76,17 @@ _UPLOAD = (
     [("#id_file", b"q001 Q0 d0001 1 1.0 t\n"), ("#id_name", "not a slug!")],
     "text=Upload and import",
 )
-ERROR_STATES = {"reviewer": (_EVIDENCE,), "evaluator": (_SCORING, _UPLOAD), "admin": (_SCORING,)}
+_NEW_COLLECTION = (
+    "/c/new/",
+    [("#id_scale", "0 no\nyes"), ("#id_slug", "not a slug!")],
+    "text=Create the collection",
+)
+_MEMBER = ("/c/demo-handbook/members/", [("#id_add-user", "nobody")], "button:text-is('Add')")
+ERROR_STATES = {
+    "reviewer": (_EVIDENCE,),
+    "evaluator": (_SCORING, _UPLOAD),
+    "admin": (_SCORING, _NEW_COLLECTION, _MEMBER),
+}
 WIDTHS = ({"width": 390, "height": 800}, {"width": 640, "height": 800, "scale": 2})
 
 
@@ -331,6 +341,19 @@ def test_every_page_every_role_axe_clean_fits_390_px_and_links_only_to_what_open
             if focused not in ("error-summary", "evidence-error"):
                 c.note(url, f"after a refused submit the focus is on {focused!r}")
             c.check_state(page, "refused submit")
+        if role == "admin":  # the settings page's preview of a change, keyboard only
+            page = c.pages[390]
+            page.goto("/c/demo-handbook/settings/", wait_until="load")
+            page.fill("#id_assessors_per_item", "2")
+            page.focus("button:has-text('Preview the changes')")
+            with page.expect_navigation(wait_until="load"):
+                page.keyboard.press("Enter")
+            settle(page, "() => document.activeElement !== document.body")
+            if page.evaluate("document.activeElement && document.activeElement.id") != "plan":
+                c.note("/c/demo-handbook/settings/", "the preview does not get the focus")
+            if "opens" not in page.inner_text("#plan"):
+                c.note("/c/demo-handbook/settings/", "the preview does not count the tasks")
+            c.check_state(page, "settings preview")
         for link, where in sorted(links.items()):
             status = c.client.get(link).status_code
             if status not in (200, 302):

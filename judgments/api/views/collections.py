@@ -75,10 +75,17 @@ class CollectionDetailView(CollectionScoped, generics.GenericAPIView):
     )
     def patch(self, request: Request, slug: str) -> Response:
         """Change the collection's settings (admin): name, description, guidelines, pool
-        depth. The scale, relevant grade and unit are fixed at creation."""
+        depth, holds whole corpus, assessors per item, resolution policy, adjudicate
+        distance, model labels; each change is recorded in the audit log. The scale,
+        relevant grade and unit are fixed at creation."""
         data = s.CollectionSettingsInput(data=request.data)
         data.is_valid(raise_exception=True)
-        update_collection_settings(collection=self.collection, **data.validated_data)
+        update_collection_settings(
+            collection=self.collection,
+            actor=request.user,
+            request=request,
+            **data.validated_data,
+        )
         return Response(self.get_serializer(self.get_object()).data)
 
 
@@ -145,6 +152,8 @@ class MemberViewSet(
             user=user,
             role=data.validated_data["role"],
             can_adjudicate=data.validated_data.get("can_adjudicate"),
+            actor=request.user,
+            request=request,
         )
         return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
 
@@ -157,12 +166,20 @@ class MemberViewSet(
             user=membership.user,
             role=data.validated_data.get("role", membership.role),
             can_adjudicate=data.validated_data.get("can_adjudicate"),
+            actor=request.user,
+            request=request,
         )
         return Response(self.get_serializer(membership).data)
 
     def destroy(self, request: Request, slug: str, username: str) -> Response:
         membership = self.get_object()
-        set_member_role(collection=self.collection, user=membership.user, role=None)
+        set_member_role(
+            collection=self.collection,
+            user=membership.user,
+            role=None,
+            actor=request.user,
+            request=request,
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -80,26 +81,21 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
-        bundle, problems = formats.Bundle(), []
-        for path, parse in ((options["topics"], formats.parse_topics), (options["qrels"], None)):
-            if parse is None:
-                part, found = formats.parse_qrels(file_bytes(path), path)
-            else:
-                part, found = parse(file_bytes(path), path)
-            bundle.absorb(part)
-            problems += found
-        skipped = 0
-        if options["docs"]:
-            named = {r.item for r in (*bundle.judgments, *bundle.unjudged)}
-            try:
-                with Path(options["docs"]).open("rb") as lines:
-                    items, found, skipped = formats.parse_docs(
-                        lines, options["docs"], wanted=None if options["all_docs"] else named
-                    )
-            except OSError as e:
-                raise CommandError(f"{options['docs']}: cannot read it ({e.strerror})") from None
-            bundle.items = items
-            problems += found
+        with ExitStack() as stack:
+            docs = None
+            if options["docs"]:
+                try:
+                    docs = (stack.enter_context(Path(options["docs"]).open("rb")), options["docs"])
+                except OSError as e:
+                    raise CommandError(
+                        f"{options['docs']}: cannot read it ({e.strerror})"
+                    ) from None
+            bundle, problems, skipped = formats.read_trec_set(
+                qrels=(file_bytes(options["qrels"]), options["qrels"]),
+                topics=(file_bytes(options["topics"]), options["topics"]),
+                docs=docs,
+                all_docs=options["all_docs"],
+            )
         if problems:
             raise CommandError(formats.describe_problems(problems))
         if options["assessor"]:
@@ -135,13 +131,7 @@ class Command(BaseCommand):
             except ValueError as e:
                 raise CommandError(f"--scale: {e}") from None
         else:
-            # Every grade from 0 to the highest used, up to 10 (a gap in a short scale is
-            # a grade nobody happened to give); beyond that, only the grades used.
-            used = {r.grade for r in bundle.judgments} | {0, 1}
-            scale = [
-                {"grade": g, "name": "not relevant" if g == 0 else f"grade {g}"}
-                for g in sorted(used | set(range(min(max(used), 10) + 1)))
-            ]
+            scale = formats.scale_from_grades(bundle)
         relevant = options["relevant_grade"] if options["relevant_grade"] is not None else 1
         return formats.CollectionRecord(
             where=formats.Where("command line"),
