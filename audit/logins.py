@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db import transaction
 
@@ -31,8 +32,15 @@ def _over_http(request: Any) -> bool:
     return request is not None and getattr(request, "method", None) is not None
 
 
+def _backend(request: Any, user: Any) -> str | None:
+    """The backend that let the user in: ``login()`` has just written it to the session."""
+    session = getattr(request, "session", None)
+    found = session.get(BACKEND_SESSION_KEY) if session is not None else None
+    return found or getattr(user, "backend", None)
+
+
 def record_login(sender: Any, request: Any = None, user: Any = None, **kwargs: Any) -> None:
-    if not _over_http(request) or getattr(user, "backend", None) not in PASSWORD_BACKENDS:
+    if not _over_http(request) or _backend(request, user) not in PASSWORD_BACKENDS:
         return
     with transaction.atomic():
         record("login", actor=user, target=user.get_username(), request=request)
