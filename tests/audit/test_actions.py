@@ -305,3 +305,24 @@ def test_a_conditional_or_head_qrels_request_is_no_export(api_world):  # noqa: F
     ok(client.get(url, HTTP_IF_NONE_MATCH=etag), 304)
     ok(client.head(url), 200)
     assert not AuditEvent.objects.filter(id__gt=last).exists()
+
+
+def test_the_log_never_holds_a_key(api_world, caplog):  # noqa: F811
+    client = page(api_world, "evaluator")
+    made = client.post("/accounts/tokens/", {"action": "create", "name": "k", "scope": "read"})
+    first = made.content.decode().split('id="new-key" type="text" value="')[1].split('"')[0]
+    token = ApiToken.objects.get(name="k")
+    rotated = client.post("/accounts/tokens/", {"action": "rotate", "token": token.pk})
+    second = rotated.content.decode().split('id="new-key" type="text" value="')[1].split('"')[0]
+    new = ApiToken.objects.get(name="k", revoked_at__isnull=True)
+    ok(APIClient(HTTP_AUTHORIZATION=f"Token {second}").delete(f"/api/tokens/{new.pk}/"), 200)
+    rows = AuditEvent.objects.filter(action__startswith="token.", actor_name="evaluator")
+    assert [e.action for e in rows.order_by("id")] == [
+        "token.create",
+        "token.rotate",
+        "token.revoke",
+    ]
+    text = json.dumps([[e.target, e.before, e.after, e.detail] for e in rows]) + caplog.text
+    for key in (first, second):
+        assert key.startswith("vt_") and key not in text and key.split("_")[2] not in text
+    assert new.prefix in text  # named by its prefix, which is not secret
