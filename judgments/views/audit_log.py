@@ -43,13 +43,13 @@ class AuditFilterForm(forms.Form):
         required=False,
         label="From",
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="YYYY-MM-DD, included",
+        help_text="included",
     )
     until = forms.DateField(
         required=False,
         label="To",
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="YYYY-MM-DD, included",
+        help_text="included",
     )
 
     def clean(self) -> dict[str, Any]:

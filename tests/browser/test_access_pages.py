@@ -41,7 +41,7 @@ def test_the_tokens_and_audit_pages_are_axe_clean_and_fit_390_px(checker, demo):
     page.goto("/accounts/tokens/", wait_until="load")
     page.fill("#token-name", "nightly qrels export")
     with page.expect_navigation(wait_until="load"):
-        page.click("text=Create a token")
+        page.click("button:has-text('Create a token')")
     assert page.locator("#new-key").count() == 1
     c.check_state(page, "a new key shown")
     assert not c.problems, "\n".join(c.problems)
