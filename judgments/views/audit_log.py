@@ -38,7 +38,11 @@ class AuditFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "known-actions"}),
         help_text="e.g. token.revoke, or token for every token action",
     )
-    actor = forms.CharField(required=False, max_length=150, help_text="a username, or system")
+    actor = forms.CharField(
+        required=False,
+        max_length=150,
+        help_text="a username, or system: rows of no one (commands, failed logins)",
+    )
     since = forms.DateField(
         required=False,
         label="From",
