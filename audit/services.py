@@ -6,6 +6,7 @@ a change that rolls back leaves no row, and a row never exists without its chang
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 from typing import Any
 
@@ -16,10 +17,30 @@ from django.utils import timezone
 from .models import AuditEvent
 
 
-def _client_address(request: Any) -> str | None:
+def client_address(request: Any) -> str | None:
+    """The client's address: ``REMOTE_ADDR``, unless ``VERITY_TRUSTED_PROXIES`` = N > 0
+    reverse proxies stand in front: then the Nth address from the right of
+    ``X-Forwarded-For``, the one the outermost trusted proxy saw. Addresses further left
+    are the client's to forge. (Login lock-outs and API tokens' last use read it too.)"""
     if request is None:
         return None
-    return request.META.get("REMOTE_ADDR") or None
+    meta = getattr(request, "META", {})
+    hops = getattr(settings, "VERITY_TRUSTED_PROXIES", 0)
+    if hops > 0:
+        forwarded = [a.strip() for a in meta.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        forwarded = [a for a in forwarded if a]
+        if len(forwarded) >= hops:
+            return _valid(forwarded[-hops])
+    return _valid(meta.get("REMOTE_ADDR") or "")
+
+
+def _valid(address: str) -> str | None:
+    """An address the database's ``inet`` column takes, else None (a proxy's header is
+    text; a malformed one must not turn a login or a request into a 500)."""
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return None
 
 
 def record(
@@ -52,7 +73,7 @@ def record(
         before=before,
         after=after,
         detail=detail or {},
-        address=_client_address(request),
+        address=client_address(request),
     )
 
 

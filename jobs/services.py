@@ -17,6 +17,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from audit.services import record
+
 from . import files
 from .models import Job, JobKind, JobState
 from .progress import JobCancelled, forget_progress, read_cancel, read_progress, request_cancel
@@ -298,7 +300,8 @@ def cancel_job(job: Job, *, by: Any = None, via: str = "page") -> Job:
     worker rolls its transaction back at its next progress report, or when it would
     finish, and records the cancel (``record_cancelled``); nothing half-done is stored.
     A running job whose worker died is cancelled at once. Refused (``JobStateError``)
-    for a job that has ended."""
+    for a job that has ended. The audit log's ``job.cancel`` row is written with the
+    cancel itself: here, or by the worker for a running job."""
     user = by if getattr(by, "is_authenticated", False) else None
     now = timezone.now()
     fields = {
@@ -311,12 +314,10 @@ def cancel_job(job: Job, *, by: Any = None, via: str = "page") -> Job:
     # Read first, write only a queued (or dead) job's row: on SQLite a running import
     # holds the one write lock, and even an UPDATE that matches nothing would wait for it.
     job.refresh_from_db()
-    if job.state == JobState.QUEUED and Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
-        **fields
-    ):
+    if job.state == JobState.QUEUED and _cancel_now(job, JobState.QUEUED, fields, via):
         end_job(job)
     elif job.state == JobState.RUNNING and is_stale(job):
-        if Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(**fields):
+        if _cancel_now(job, JobState.RUNNING, fields, via):
             abandon_task_rows([job.task_id])
             end_job(job)
     else:
@@ -330,20 +331,45 @@ def cancel_job(job: Job, *, by: Any = None, via: str = "page") -> Job:
     return job
 
 
+def _cancel_now(job: Job, state: str, fields: dict[str, Any], via: str) -> bool:
+    """Cancel ``job`` if it is still in ``state``, with its audit row, in one transaction."""
+    with transaction.atomic():
+        if not Job.objects.filter(pk=job.pk, state=state).update(**fields):
+            return False
+        _audit_cancel(job, fields["cancelled_by"], via)
+    return True
+
+
+def _audit_cancel(job: Job, user: Any, via: str) -> None:
+    record(
+        "job.cancel",
+        actor=user,
+        collection=job.collection,
+        target=f"job {job.pk}",
+        detail={"kind": job.kind, "label": job.label, "via": via},
+    )
+
+
 def record_cancelled(job: Job, request: dict[str, Any]) -> bool:
     """The worker's side of a cancel: its transaction was rolled back; mark the job
-    cancelled by whoever asked, and tidy up its input."""
+    cancelled by whoever asked, and tidy up its input. A running job's cancel is audited
+    here, when it happens (a job that finished before it saw the request was not
+    cancelled), and not in the request: on SQLite the running job holds the one write
+    lock, so the request writes nothing."""
     from django.contrib.auth import get_user_model
 
     user = get_user_model().objects.filter(pk=request.get("by")).first()
     now = timezone.now()
-    updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
-        state=JobState.CANCELLED,
-        cancelled_by=user,
-        cancelled_at=now,
-        finished_at=now,
-        error=cancelled_message(user, request.get("via", "")),
-    )
+    with transaction.atomic():
+        updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+            state=JobState.CANCELLED,
+            cancelled_by=user,
+            cancelled_at=now,
+            finished_at=now,
+            error=cancelled_message(user, request.get("via", "")),
+        )
+        if updated:
+            _audit_cancel(job, user, request.get("via", ""))
     if updated:
         job.state = JobState.CANCELLED
     end_job(job)
@@ -391,5 +417,12 @@ def retry_job(job: Job, *, by: Any = None) -> Job:
         if moved:
             new.params["input"] = moved
             new.save(update_fields=["params"])
+        record(
+            "job.retry",
+            actor=by if getattr(by, "is_authenticated", False) else None,
+            collection=job.collection,
+            target=f"job {job.pk}",
+            detail={"kind": job.kind, "label": job.label, "new_job": new.pk},
+        )
         transaction.on_commit(lambda: _enqueue(new, task))
     return new

@@ -18,6 +18,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from audit.services import record
 from jobs.progress import Progress
 from judgments.extensions import ModelLabel
 from judgments.models import Collection, Item, Judgment, Query
@@ -456,3 +457,49 @@ def record_decision(judgment: Judgment, user: Any, posted: Mapping[str, Any]) ->
         grade=judgment.grade,
         judgment_version=judgment.version,
     )
+
+
+#: What ``judge.configure`` rows show before and after: every setting a person edits.
+JUDGE_SETTINGS = (
+    "name",
+    "provider",
+    "base_url",
+    "model",
+    "api_key_env",
+    "timeout",
+    "retries",
+    "concurrency",
+    "request_budget",
+    "backoff",
+    "temperature",
+    "max_tokens",
+    "prompt_version",
+    "show_in_queue",
+)
+
+
+def judge_settings(judge: JudgeConfig) -> dict[str, Any]:
+    """A judge's settings as the audit log keeps them (the key's variable, never a key)."""
+    return {name: getattr(judge, name) for name in JUDGE_SETTINGS}
+
+
+def configure_judge(
+    *, judge: JudgeConfig, before: dict[str, Any] | None, by: Any, request: Any = None
+) -> JudgeConfig:
+    """Save a judge added or changed (validated by its form) and its one ``judge.configure``
+    audit row: ``before`` is its settings as stored until now (None for a new judge).
+    Saving it unchanged records nothing."""
+    after = judge_settings(judge)
+    with transaction.atomic():
+        judge.save()
+        if after != before:
+            record(
+                "judge.configure",
+                actor=by,
+                collection=judge.collection,
+                target=judge.name,
+                before=before,
+                after=after,
+                request=request,
+            )
+    return judge

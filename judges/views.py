@@ -17,7 +17,7 @@ from judgments.views.common import RoleRequired, member_view
 
 from .models import BASELINE_NAME, JudgeConfig, Provider
 from .selectors import calibration_of, judge_named, judge_names, proposals_of
-from .services import JudgeError
+from .services import JudgeError, configure_judge, judge_settings
 from .tasks import start_proposals
 
 
@@ -134,8 +134,12 @@ def judge_edit(request: HttpRequest, collection: Collection, judge: str = "") ->
         collection=collection,
     )
     former_model = instance.model if instance is not None else ""
+    # Read before the form is validated: validating writes the posted values into it.
+    before = judge_settings(instance) if instance is not None else None
     if request.method == "POST" and form.is_valid():
-        saved = form.save()
+        saved = configure_judge(
+            judge=form.save(commit=False), before=before, by=request.user, request=request
+        )
         note = ""
         if former_model and saved.model != former_model:
             note = (

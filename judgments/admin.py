@@ -291,5 +291,8 @@ class ApiTokenAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: Any, queryset: Any) -> None:
-        revoked = sum(revoke_api_token(token=token) for token in queryset)
+        revoked = sum(
+            revoke_api_token(token=token, by=request.user, request=request)
+            for token in queryset.select_related("user", "collection")
+        )
         self.message_user(request, f"Revoked {revoked} token(s); requests with them get 401.")

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.urls import reverse
 from django_tasks import task
 
+from audit.services import record
 from jobs.files import input_path, writing_output
 from jobs.models import Job, JobKind
 from jobs.progress import JobProgress, from_lines
@@ -169,18 +170,34 @@ def collection_import_task(job_id: int) -> dict[str, Any]:
 
 
 def start_qrels_export(
-    *, snapshot: Snapshot, fmt: str = "trec", with_unjudged: bool = False, by: Any = None
+    *,
+    snapshot: Snapshot,
+    fmt: str = "trec",
+    with_unjudged: bool = False,
+    by: Any = None,
+    request: Any = None,
 ) -> Job:
     """Queue writing a snapshot's qrels (TREC, or its canonical JSONL form) to a file the
-    job's author then downloads."""
-    return create_job(
-        kind=JobKind.QRELS_EXPORT,
-        task=qrels_export_task,
-        label=f"Export the qrels of {snapshot.collection.slug} v{snapshot.number} ({fmt})",
-        collection=snapshot.collection,
-        by=by,
-        params={"snapshot": snapshot.number, "format": fmt, "with_unjudged": with_unjudged},
-    )
+    job's author then downloads. The export is audited here, once, as it is asked for
+    (``export.qrels``); downloading the job's file is not a second export."""
+    with transaction.atomic():
+        job = create_job(
+            kind=JobKind.QRELS_EXPORT,
+            task=qrels_export_task,
+            label=f"Export the qrels of {snapshot.collection.slug} v{snapshot.number} ({fmt})",
+            collection=snapshot.collection,
+            by=by,
+            params={"snapshot": snapshot.number, "format": fmt, "with_unjudged": with_unjudged},
+        )
+        record(
+            "export.qrels",
+            actor=by,
+            collection=snapshot.collection,
+            target=f"v{snapshot.number}",
+            detail={"format": fmt, "with_unjudged": with_unjudged, "job": job.pk},
+            request=request,
+        )
+    return job
 
 
 def _export(job: Job, progress: JobProgress) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from datetime import timedelta
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
-from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -27,6 +26,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.permissions import SAFE_METHODS
 
+from audit.services import client_address
 from judgments.models import ApiToken, TokenScope, hash_key, scope_allows
 
 LAST_USED_EVERY = timedelta(minutes=1)
@@ -176,17 +176,6 @@ class LoginLockoutBackend(AxesStandaloneBackend):
 
 
 def client_ip(request: HttpRequest) -> str | None:
-    """The client's address for login lock-outs (django-axes).
-
-    ``REMOTE_ADDR``, unless ``VERITY_TRUSTED_PROXIES`` = N > 0 reverse proxies stand in
-    front: then the Nth address from the right of ``X-Forwarded-For``, the one the
-    outermost trusted proxy saw. Addresses further left are the client's to forge.
-    """
-    hops = getattr(settings, "VERITY_TRUSTED_PROXIES", 0)
-    if hops > 0:
-        forwarded = [
-            a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()
-        ]
-        if len(forwarded) >= hops:
-            return forwarded[-hops]
-    return request.META.get("REMOTE_ADDR")
+    """The client's address for login lock-outs (django-axes): ``audit.services.
+    client_address``, which honours ``VERITY_TRUSTED_PROXIES``."""
+    return client_address(request)

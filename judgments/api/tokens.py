@@ -39,7 +39,11 @@ def _own_token(request: HttpRequest) -> ApiToken | None:
         pk = int(request.POST.get("token", ""))
     except ValueError:
         return None
-    return ApiToken.objects.filter(user=request.user, pk=pk).first()
+    return (
+        ApiToken.objects.filter(user=request.user, pk=pk)
+        .select_related("user", "collection")
+        .first()
+    )
 
 
 @login_required
@@ -57,8 +61,8 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
                     messages.error(request, "No such token of yours; the list below is current.")
                     return redirect("api-tokens")
                 if action == "rotate":
-                    issued = rotate_api_token(token=token)
-                elif revoke_api_token(token=token):
+                    issued = rotate_api_token(token=token, by=request.user, request=request)
+                elif revoke_api_token(token=token, by=request.user, request=request):
                     messages.success(
                         request, f"Token '{token.name}' revoked: scripts using it now get 401."
                     )
@@ -105,6 +109,8 @@ def _create(request: HttpRequest) -> Any:
         scope=request.POST.get("scope", TokenScope.READ),
         collection=collection,
         days=days,
+        by=request.user,
+        request=request,
     )
 
 
@@ -179,7 +185,7 @@ class TokenApi(APIView):
                 f"Token '{auth.name}' ({auth.prefix}…) has the '{auth.scope}' scope: it may "
                 "revoke itself only; revoking another token needs 'admin' (or the tokens page)."
             )
-        revoke_api_token(token=token)
+        revoke_api_token(token=token, by=request.user, request=request)
         token.refresh_from_db()
         return Response(ApiTokenSerializer(token).data)
 

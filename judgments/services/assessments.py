@@ -13,6 +13,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from audit.services import record as audit
+
 from ..locks import lock_query
 from ..models import (
     AdjudicationStatus,
@@ -329,7 +331,7 @@ def adjudicate(*, task: AdjudicationTask, grade: int, by: User) -> Judgment:
                 "decided already (or its assessors agree now); take the next one"
             )
         current = Judgment.objects.filter(query=query, item_id=task.item_id).first()
-        return _record(
+        judgment = _record(
             query=query,
             item=task.item,
             grade=grade,
@@ -338,6 +340,15 @@ def adjudicate(*, task: AdjudicationTask, grade: int, by: User) -> Judgment:
             note="",
             source=ChangeSource.ADJUDICATION,
         )
+        audit(
+            "adjudication.decide",
+            actor=by,
+            collection=query.collection,
+            target=f"query {query.external_id} / item {task.item.external_id}",
+            before={"grade": current.grade} if current is not None else None,
+            after={"grade": grade},
+        )
+        return judgment
 
 
 def assess_task(

@@ -9,6 +9,7 @@ from collections import Counter
 
 from django.db import transaction
 
+from audit.services import record
 from jobs.progress import Progress
 
 from ..extensions import ModelLabel, label_source
@@ -75,7 +76,8 @@ def freeze_snapshot(
     ``source``, counted by judge in ``Snapshot.model_labels``; such a pair is not
     unjudged. By default no model label enters. Its hash is computed from the canonical
     form in ``snapshots.py``. If the content equals the latest version's, nothing is
-    created and that version is returned with ``False``.
+    created and that version is returned with ``False`` (and nothing is audited: only a
+    new version leaves a ``snapshot.freeze`` row).
 
     It costs what changed: only the queries the change triggers listed since the last
     freeze (``UnfrozenChange``) are read and rendered again; every other query keeps
@@ -168,4 +170,12 @@ def freeze_snapshot(
             f"snapshot copy counted {copied} rows and {members} queries, rendered "
             f"{expected} and {len(blocks)}; nothing saved"
         )
+    record(
+        "snapshot.freeze",
+        actor=by,
+        collection=collection,
+        target=f"v{snapshot.number}",
+        after={"content_hash": snapshot.content_hash, "n_judgments": snapshot.n_judgments},
+        detail={"note": note} if note else None,
+    )
     return snapshot, True

@@ -16,6 +16,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.services import record
+
 from ..models import ApiToken, Collection, Membership, TokenScope, hash_key
 from .errors import InvariantError
 
@@ -52,6 +54,18 @@ def token_lifetime(days: int | None) -> timedelta:
     return timedelta(days=days)
 
 
+def _audit(action: str, token: ApiToken, *, by: Any, request: Any, **detail: Any) -> None:
+    """One audit row naming the token by its name and prefix (never its key)."""
+    record(
+        action,
+        actor=by,
+        collection=token.collection,
+        target=f"{token.name} ({token.prefix}…) of {token.user.get_username()}",
+        detail={"scope": token.scope, "expires_at": token.expires_at.isoformat(), **detail},
+        request=request,
+    )
+
+
 def create_api_token(
     *,
     user: Any,
@@ -59,13 +73,25 @@ def create_api_token(
     scope: str = TokenScope.ADMIN,
     collection: Collection | None = None,
     days: int | None = None,
+    by: Any = None,
+    request: Any = None,
 ) -> IssuedToken:
     """Make a token for ``user``; return it with its key, which is not kept anywhere.
 
     ``scope`` defaults to ``admin``: everything the user's roles allow, which is what every
     token meant before scopes (the tokens page and the command default to ``read``). The
-    token never grants more than the user's roles at the time of each request.
+    token never grants more than the user's roles at the time of each request. The audit
+    log gets one ``token.create`` row by ``by`` (None: the command line).
     """
+    with transaction.atomic():
+        issued = _create(user=user, name=name, scope=scope, collection=collection, days=days)
+        _audit("token.create", issued.token, by=by, request=request)
+    return issued
+
+
+def _create(
+    *, user: Any, name: str, scope: str, collection: Collection | None, days: int | None
+) -> IssuedToken:
     name = (name or "").strip()
     if not name or len(name) > NAME_MAX:
         raise InvariantError(f"a token needs a name of 1 to {NAME_MAX} characters")
@@ -98,36 +124,47 @@ def create_api_token(
     return IssuedToken(token=token, key=key)
 
 
-def rotate_api_token(*, token: ApiToken, days: int | None = None) -> IssuedToken:
+def rotate_api_token(
+    *, token: ApiToken, days: int | None = None, by: Any = None, request: Any = None
+) -> IssuedToken:
     """Revoke ``token`` and make its replacement (same name, scope and collection) in one
-    transaction, so a script never holds two valid keys by accident."""
+    transaction, so a script never holds two valid keys by accident. One ``token.rotate``
+    audit row names the new prefix (``detail.replaced`` the old one)."""
     with transaction.atomic():
         revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
         if not revoked:
             raise InvariantError(f"token '{token.name}' ({token.prefix}…) is revoked already")
-        return create_api_token(
+        issued = _create(
             user=token.user,
             name=token.name,
             scope=token.scope,
             collection=token.collection,
             days=days,
         )
+        _audit("token.rotate", issued.token, by=by, request=request, replaced=token.prefix)
+    return issued
 
 
-def revoke_api_token(*, token: ApiToken) -> bool:
+def revoke_api_token(*, token: ApiToken, by: Any = None, request: Any = None) -> bool:
     """Revoke ``token``: requests with it get 401 "revoked" from now on. The row stays (so
-    the answer can say why); returns whether it was live until now."""
-    return bool(
-        ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+    the answer can say why); returns whether it was live until now. Revoking a token
+    revoked already changes nothing and records nothing."""
+    with transaction.atomic():
+        revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
-    )
+        if revoked:
+            _audit("token.revoke", token, by=by, request=request)
+    return bool(revoked)
 
 
-def revoke_api_tokens_of(*, user: Any) -> int:
-    """Revoke every live token of ``user``; returns how many."""
-    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
+def revoke_api_tokens_of(*, user: Any, by: Any = None) -> int:
+    """Revoke every live token of ``user``; returns how many (one audit row each)."""
+    with transaction.atomic():
+        live = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+        return sum(
+            revoke_api_token(token=token, by=by)
+            for token in live.select_related("user", "collection")
+        )

@@ -13,6 +13,7 @@ from .assessments import (
     agreement_page,
     reviewer_stats_page,
 )
+from .audit_log import audit_log, collection_audit_log
 from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
@@ -35,7 +36,9 @@ __all__ = [
     "adjudication_decide",
     "adjudication_queue",
     "agreement_page",
+    "audit_log",
     "bulk_status",
+    "collection_audit_log",
     "collection_detail",
     "collection_members",
     "collection_settings",

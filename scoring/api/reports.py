@@ -27,6 +27,7 @@ from judgments.selectors import may_see_assessments
 from .. import comparison, reports
 from ..models import Evaluation, Run
 from ..selectors import evaluation_in, run_by_name
+from ..services import record_report_export
 from ..tasks import missing_diagnosis_stages, start_diagnosis
 
 FORMAT = OpenApiParameter(
@@ -97,6 +98,17 @@ def _csv(text: str, filename: str) -> HttpResponse:
     return response
 
 
+def _answer(
+    view: Any, request: Request, data: dict[str, Any], to_csv: Any, name: str, fmt: str
+) -> Any:
+    """The data as JSON or CSV, audited as an ``export.report`` (an API answer is the
+    data leaving the app, as the pages' downloads are)."""
+    record_report_export(request=request, collection=view.collection, name=name, fmt=fmt)
+    if fmt == "csv":
+        return _csv(to_csv(data), name)
+    return Response(data)
+
+
 class EvaluationReportApi(CollectionScoped, APIView):
     """One evaluation's full report (``scoring.reports.build_report``)."""
 
@@ -115,9 +127,7 @@ class EvaluationReportApi(CollectionScoped, APIView):
         except Evaluation.DoesNotExist:
             raise ApiError(404, f"collection '{slug}' has no evaluation {pk}") from None
         report = reports.build_report(evaluation)
-        if fmt == "csv":
-            return _csv(reports.report_csv(report), f"{slug}-evaluation-{pk}")
-        return Response(report)
+        return _answer(self, request, report, reports.report_csv, f"{slug}-evaluation-{pk}", fmt)
 
 
 def bounded(minimum: int = 1, maximum: int = MAX_ID) -> dict[str, object]:
@@ -157,9 +167,9 @@ class RunDiagnosisApi(CollectionScoped, APIView):
         fmt = _format(request)
         params = self._params(request, name)
         diagnosis = reports.diagnosis_for(**params)
-        if fmt == "csv":
-            return _csv(reports.diagnosis_csv(diagnosis), f"{slug}-{name}-diagnosis")
-        return Response(diagnosis)
+        return _answer(
+            self, request, diagnosis, reports.diagnosis_csv, f"{slug}-{name}-diagnosis", fmt
+        )
 
     @extend_schema(
         operation_id="run_diagnosis_score",
@@ -249,9 +259,8 @@ class EvaluationCompareApi(CollectionScoped, APIView):
                 errors=[{"field": None, "message": r} for r in exc.reasons],
                 extra={"refused": True, "reasons": exc.reasons},
             ) from None
-        if fmt == "csv":
-            return _csv(reports.comparison_csv(result), f"{slug}-compare-{a.pk}-{b.pk}")
-        return Response(result)
+        name = f"{slug}-compare-{a.pk}-{b.pk}"
+        return _answer(self, request, result, reports.comparison_csv, name, fmt)
 
 
 # Mounted under /api/ by config/urls.py: path("api/", include("scoring.api.reports")).

@@ -16,6 +16,7 @@ from .evaluations import (
     score_run_stage,
     snapshot_inputs,
 )
+from .exports import record_report_export
 from .mappings import import_unit_mapping
 from .runs import RunImportReport, import_run
 
@@ -28,6 +29,7 @@ __all__ = [
     "file_sha256",
     "import_run",
     "import_unit_mapping",
+    "record_report_export",
     "score_run_stage",
     "snapshot_inputs",
 ]

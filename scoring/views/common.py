@@ -13,6 +13,8 @@ from django.urls import NoReverseMatch, reverse
 from judgments.models import Collection
 from judgments.views.common import member_view
 
+from ..services import record_report_export
+
 #: Resolve ``slug`` to a collection the user is a member of (any role), else 404: the
 #: reviewer pages' check (``judgments.views.common.member_view``), not a second one.
 member_page = member_view()
@@ -57,16 +59,25 @@ def _collection_url(collection: Collection) -> str | None:
 
 
 def _data_response(
-    request: HttpRequest, data: dict[str, Any], csv_text: Callable[[], str], name: str
+    request: HttpRequest,
+    data: dict[str, Any],
+    csv_text: Callable[[], str],
+    name: str,
+    *,
+    collection: Collection,
 ):
+    """The page's data as a download (``?format=json`` or ``csv``), audited as an
+    ``export.report``; None for the page itself (viewing it is not an export)."""
     fmt = request.GET.get("format", "")
+    if fmt not in ("json", "csv"):
+        return None
     if fmt == "json":
-        return JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
-    if fmt == "csv":
+        response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    else:
         response = HttpResponse(csv_text(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
-        return response
-    return None
+    record_report_export(request=request, collection=collection, name=name, fmt=fmt)
+    return response
 
 
 def _bad_request(request: HttpRequest, collection: Collection, title: str, reasons: list[str]):

@@ -69,6 +69,7 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
         result,
         lambda: reports.comparison_csv(result),
         f"{collection.slug}-compare-{a.pk}-{b.pk}",
+        collection=collection,
     )
     if data is not None:
         return data

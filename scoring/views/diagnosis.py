@@ -69,6 +69,7 @@ def run_diagnosis(request: HttpRequest, collection: Collection, name: str) -> Ht
         diagnosis,
         lambda: reports.diagnosis_csv(diagnosis),
         f"{collection.slug}-{run.name}-diagnosis-v{params['snapshot'].number}-k{params['k']}",
+        collection=collection,
     )
     if data is not None:
         return data

@@ -98,6 +98,7 @@ def evaluation_detail(request: HttpRequest, collection: Collection, pk: int) -> 
         report,
         lambda: reports.report_csv(report),
         f"{collection.slug}-evaluation-{evaluation.pk}",
+        collection=collection,
     )
     if data is not None:
         return data

@@ -120,6 +120,7 @@ def page_urls(demo: dict[str, Any]) -> list[str]:
         "/c/pairs/agreement/",
         "/c/pairs/review/",
         "/c/pairs/q/A/",
+        "/accounts/tokens/",  # named "api-tokens", which NOT_PAGES leaves out
         "/no/such/page/",
     ]
     return urls

@@ -24,6 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.services import record
 from jobs.api import JOB_ACCEPTED, job_accepted, wants_async
 from judgments.models import Judgment, Role, Snapshot, TokenScope
 from judgments.selectors import (
@@ -134,6 +135,7 @@ class QrelsExportJobView(CollectionScoped, APIView):
             fmt=data.validated_data["format"],
             with_unjudged=data.validated_data["with_unjudged"],
             by=request.user,
+            request=request,
         )
         return job_accepted(job)
 
@@ -239,6 +241,20 @@ class QrelsView(CollectionScoped, APIView):
                 )
             except LookupError as e:
                 raise exceptions.NotFound(str(e)) from None
+            # Audited as it leaves (a GET that appends to the log, as an access log does:
+            # RFC 9110 9.2.1); a 304 or a HEAD sent none of it, so it is not an export.
+            if request.method == "GET":
+                record(
+                    "export.qrels",
+                    collection=self.collection,
+                    target=f"v{snapshot.number}",
+                    detail={
+                        "format": fmt,
+                        "with_unjudged": flag in TRUE,
+                        **({"assessor": assessor} if assessor is not None else {}),
+                    },
+                    request=request,
+                )
             response = StreamingHttpResponse(chunks, content_type=QRELS_MEDIA_TYPES[fmt])
             suffix = "jsonl" if fmt == "jsonl" else "qrels"
             response["Content-Disposition"] = (
