@@ -325,3 +325,17 @@ def change_that_made(judgment: Judgment, by: Any) -> Any:
         .order_by("-pk")
         .first()
     )
+
+
+def focus_set_in(collection: Collection, name: str) -> FocusSet:
+    """The focus set ``name`` of ``collection``; ``FocusSet.DoesNotExist`` otherwise."""
+    return FocusSet.objects.get(collection=collection, name=name)
+
+
+def focus_progress(focus: FocusSet) -> tuple[int, int]:
+    """(pairs of ``focus`` with a judgment now, pairs of ``focus``)."""
+    pairs = focus.pairs.all()
+    judged = pairs.filter(
+        Exists(Judgment.objects.filter(query_id=OuterRef("query_id"), item_id=OuterRef("item_id")))
+    )
+    return judged.count(), pairs.count()

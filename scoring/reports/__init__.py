@@ -60,12 +60,14 @@ from scoring.reports.report import (
     build_report,
     header_of,
 )
+from scoring.reports.settled import PAGE_PAIRS, focus_name, focus_state, settlement
 
 __all__ = [
     "COMPARED_PARAMS",
     "EXCLUSION_REASONS",
     "LOSS_GLOSS",
     "MEASURE_NAMES",
+    "PAGE_PAIRS",
     "RATE_FAMILIES",
     "REPORT_VERSION",
     "UNJUDGED_POLICIES",
@@ -87,6 +89,8 @@ __all__ = [
     "fmt_number",
     "fmt_p",
     "fmt_value",
+    "focus_name",
+    "focus_state",
     "header_of",
     "is_rate",
     "may_score",
@@ -94,6 +98,7 @@ __all__ = [
     "outcome_kinds",
     "report_csv",
     "report_csv_rows",
+    "settlement",
     "sort_value",
     "stored_stage_evaluations",
     "to_csv",

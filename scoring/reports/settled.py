@@ -1,0 +1,144 @@
+"""Whether a comparison is settled: could the unjudged items change its sign?
+
+For two runs scored on one snapshot, each compared measure is scored again on both
+stages with the engine's ``bounds`` policy (unjudged items as non-relevant and as
+relevant at rel_level: ``verity_eval.evaluate``), on the queries paired in the comparison.
+``scoring.comparison.sign_bounds`` turns the four per-query arrays into the range the
+mean difference a - b could take, in the direction that favours each run, and a verdict.
+
+When the sign could change, the pairs involved are the unjudged items within the
+measure's cutoff (every ranked one for RR, AP, Rprec, bpref, as ``bounds`` relabels) in
+either run's ranking, of the queries whose value the labelings move
+(``verity_eval.unjudged_rows``). Judging them all settles the comparison on the next
+snapshot: with no unjudged item left in either ranking, low = high on both sides.
+
+A comparison of one run on two snapshots (``mode == "labels"``) does not apply: it asks
+what the label changes did, not which run is better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import verity_eval as engine
+from judgments.models import FocusSet
+from judgments.selectors import focus_progress
+from scoring import comparison
+from scoring.models import Evaluation
+from scoring.reports.comparison import _compared_measures
+from scoring.reports.formatting import _natural
+from scoring.selectors import mapping_pairs_of, stage_lists_of
+from scoring.services.evaluations import snapshot_inputs
+from verity_eval.params import natural_key, split_measure
+
+#: Measures whose value does not depend on how unjudged items are labelled.
+LABEL_FREE = ("Ceiling", "Judged", "Evidence")
+#: Pairs listed per measure on the page; the JSON lists them all.
+PAGE_PAIRS = 25
+
+RULE = (
+    "each run scored twice on this snapshot, unjudged items as non-relevant and as relevant "
+    "at the relevance threshold (the 'bounds' policy); the mean difference a - b could go "
+    "as low as mean(a non-relevant - b relevant) and as high as mean(a relevant - b "
+    "non-relevant). Settled when both ends are on one side of 0 (or both 0). An item both "
+    "runs rank is taken as relevant for one and not for the other, so 'could change' is an "
+    "upper bound and 'settled' is certain."
+)
+
+
+def focus_name(a: Evaluation, b: Evaluation) -> str:
+    """The focus set that holds the pairs which could change comparison (a, b)."""
+    return f"compare-{a.pk}-{b.pk}"
+
+
+def _bounds(a: Evaluation, measures: Sequence[str], inputs: Any) -> tuple[Any, Any]:
+    """(run, per-query bounds) of evaluation ``a``'s stage on its snapshot."""
+    qrels, statuses, evidence = inputs
+    lists = stage_lists_of(a.stage)
+    run = engine.Run.from_mapping(
+        {qid: items for qid, (items, _) in lists.items()}, source=a.run.name
+    )
+    mapping = mapping_pairs_of(a.mapping)
+    if mapping:
+        run, _ = run.map_units(mapping)
+    params = engine.EvalParams(
+        ks=tuple(a.params["ks"]),
+        measures=tuple(measures),
+        rel_level=a.params["rel_level"],
+        unjudged="bounds",
+    )
+    result = engine.evaluate(qrels, run, params, statuses=statuses, evidence=evidence)
+    return run, result.per_query
+
+
+def settlement(a: Evaluation, b: Evaluation) -> dict[str, Any]:
+    """Per compared measure, whether the unjudged items could change the sign of the
+    mean difference a - b; the pairs that could, per measure and all together (the
+    ``pairs`` a focus set queues). ``{"applies": False, "reason": …}`` when the two
+    evaluations are not two runs on one snapshot."""
+    if a.snapshot_id != b.snapshot_id:
+        return {
+            "applies": False,
+            "reason": "one run on two snapshots: the comparison shows what the label changes "
+            "did, not which run is better, so no unjudged item can 'settle' it",
+        }
+    measures = [m for m in _compared_measures(a, b) if split_measure(m)[0] not in LABEL_FREE]
+    inputs = snapshot_inputs(a.snapshot)
+    run_a, rows_a = _bounds(a, measures, inputs)
+    run_b, rows_b = _bounds(b, measures, inputs)
+    shared = _natural(rows_a.keys() & rows_b.keys())
+    qrels = inputs[0]
+    entries: list[dict[str, Any]] = []
+    everything: set[tuple[str, str]] = set()
+    for measure in measures:
+        al = [rows_a[q][measure]["low"] for q in shared]
+        ah = [rows_a[q][measure]["high"] for q in shared]
+        bl = [rows_b[q][measure]["low"] for q in shared]
+        bh = [rows_b[q][measure]["high"] for q in shared]
+        entry: dict[str, Any] = {"measure": measure, **comparison.sign_bounds(al, ah, bl, bh)}
+        pairs: list[tuple[str, str]] = []
+        if not entry["settled"]:
+            moved = [
+                q
+                for q, x0, x1, y0, y1 in zip(shared, al, ah, bl, bh, strict=True)
+                if x1 - x0 > comparison.TIE or y1 - y0 > comparison.TIE
+            ]
+            depth = split_measure(measure)[1]
+            found = {
+                (q, item)
+                for run in (run_a, run_b)
+                for q, item, _ in engine.unjudged_rows(qrels, run, depth=depth, queries=moved)
+            }
+            pairs = sorted(found, key=lambda p: (natural_key(p[0]), p[1]))
+            everything |= found
+        entry["pairs"] = {"count": len(pairs), "rows": [list(p) for p in pairs]}
+        entries.append(entry)
+    all_pairs = sorted(everything, key=lambda p: (natural_key(p[0]), p[1]))
+    return {
+        "applies": True,
+        "snapshot": a.snapshot.number,
+        "rule": RULE,
+        "settled": all(e["settled"] for e in entries),
+        "measures": entries,
+        "pairs": {"count": len(all_pairs), "rows": [list(p) for p in all_pairs]},
+        "focus": focus_name(a, b),
+    }
+
+
+def focus_state(a: Evaluation, b: Evaluation) -> dict[str, Any] | None:
+    """The focus set of comparison (a, b), if queued: its pairs and how many are judged
+    now (live labels, not the pinned snapshot's)."""
+    focus = FocusSet.objects.filter(collection_id=a.collection_id, name=focus_name(a, b)).first()
+    if focus is None:
+        return None
+    judged, total = focus_progress(focus)
+    return {
+        "name": focus.name,
+        "pairs": total,
+        "judged": judged,
+        "queued_at": focus.created_at.isoformat(),
+    }
+
+
+__all__ = ["PAGE_PAIRS", "RULE", "focus_name", "focus_state", "settlement"]
