@@ -5,9 +5,10 @@ No GET writes: the queue's page shows the task the reviewer holds, or a button t
 claims the next one by POST (``review_claim``), which its script presses on load.
 
 Review goes a query at a time (``claim_next_task``): within the scope (the whole
-collection, ``?query=ID`` or ``?tag=TAG``) the queue serves the open items of the query
-just worked on before it moves to the next one. When a query has no open item left, the
-queue stops on it and offers to settle its review status with one key.
+collection, ``?query=ID``, ``?tag=TAG`` or a focus set's ``?scope=NAME``) the queue
+serves the open items of the query just worked on before it moves to the next one. When
+a query has no open item left, the queue stops on it and offers to settle its review
+status with one key.
 
 The queue's POST endpoints answer JSON to the page's script (``Accept: application/json``),
 with the next panel as server-rendered HTML, and redirect or render a whole page otherwise,
@@ -31,10 +32,19 @@ from django.views.decorators.http import require_GET, require_POST
 from ..extensions import grade_recorded
 from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
-from ..models import Assessment, ChangeSource, Collection, Query, QueryStatus, ReviewTask
+from ..models import (
+    Assessment,
+    ChangeSource,
+    Collection,
+    FocusSet,
+    Query,
+    QueryStatus,
+    ReviewTask,
+)
 from ..selectors import (
     QUEUE_COUNT_CAP,
     QueryProgress,
+    focus_set_in,
     held_task_for,
     judgment_changes,
     may_adjudicate,
@@ -107,16 +117,24 @@ class ReviewSession:
 @dataclass(frozen=True)
 class ReviewScope:
     """Which tasks the queue serves: one query (``?query=ID``), the queries with one tag
-    (``?tag=TAG``), or every query (the default). Carried in the URLs' query string, so
-    that each tab keeps its own scope."""
+    (``?tag=TAG``), the pairs of a focus set (``?scope=NAME``: e.g. the pairs that could
+    change a comparison), or every query (the default). Carried in the URLs' query
+    string, so that each tab keeps its own scope."""
 
     query: Query | None = None
     tag: str = ""
+    focus: FocusSet | None = None
 
     @classmethod
     def of(cls, request: HttpRequest, collection: Collection) -> ReviewScope:
         query_id = request.GET.get("query", "")
         tag = request.GET.get("tag", "").strip()
+        name = request.GET.get("scope", "").strip()
+        if name:
+            try:
+                return cls(focus=focus_set_in(collection, name))
+            except FocusSet.DoesNotExist:
+                raise Http404(f"No focus set '{name}' in this collection.") from None
         if not query_id:
             return cls(tag=tag)
         try:
@@ -126,14 +144,22 @@ class ReviewScope:
 
     @property
     def suffix(self) -> str:
-        """``?query=…`` / ``?tag=…`` for the queue's URLs, or ``""``."""
+        """``?query=…`` / ``?tag=…`` / ``?scope=…`` for the queue's URLs, or ``""``."""
+        if self.focus is not None:
+            return "?" + urlencode({"scope": self.focus.name})
         if self.query is not None:
             return "?" + urlencode({"query": self.query.external_id})
         return "?" + urlencode({"tag": self.tag}) if self.tag else ""
 
+    @property
+    def narrowed(self) -> bool:
+        return self.query is not None or bool(self.tag) or self.focus is not None
+
     def held(self, request: HttpRequest, collection: Collection) -> ReviewTask | None:
         """The task this reviewer holds in this scope, read only."""
-        return held_task_for(request.user, collection, query=self.query, tag=self.tag or None)
+        return held_task_for(
+            request.user, collection, query=self.query, tag=self.tag or None, focus=self.focus
+        )
 
     def claim(
         self, request: HttpRequest, collection: Collection, *, current: int | None = None
@@ -144,6 +170,7 @@ class ReviewScope:
             collection=collection,
             query=self.query,
             tag=self.tag or None,
+            focus=self.focus,
             current_query_id=current,
         )
 

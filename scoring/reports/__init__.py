@@ -60,7 +60,13 @@ from scoring.reports.report import (
     build_report,
     header_of,
 )
-from scoring.reports.settled import PAGE_PAIRS, focus_name, focus_state, settlement
+from scoring.reports.settled import (
+    PAGE_PAIRS,
+    focus_name,
+    focus_state,
+    newer_comparison,
+    settlement,
+)
 
 __all__ = [
     "COMPARED_PARAMS",
@@ -95,6 +101,7 @@ __all__ = [
     "is_rate",
     "may_score",
     "measure_label",
+    "newer_comparison",
     "outcome_kinds",
     "report_csv",
     "report_csv_rows",

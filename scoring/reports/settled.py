@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import verity_eval as engine
-from judgments.models import FocusSet
+from judgments.models import FocusSet, Snapshot
 from judgments.selectors import focus_progress
 from scoring import comparison
 from scoring.models import Evaluation
@@ -126,6 +126,39 @@ def settlement(a: Evaluation, b: Evaluation) -> dict[str, Any]:
     }
 
 
+def newer_comparison(a: Evaluation, b: Evaluation) -> dict[str, Any] | None:
+    """When the collection has a snapshot newer than the one a and b (two runs) are pinned
+    to: its number, and the evaluations of a's and b's stages scored on it as a and b were
+    (``None`` where not scored yet). A comparison never moves to newer labels by itself:
+    the reader is offered the comparison on the newer snapshot, beside this one."""
+    if a.snapshot_id != b.snapshot_id:
+        return None
+    latest = Snapshot.objects.filter(collection_id=a.collection_id).order_by("-number").first()
+    if latest is None or latest.number <= a.snapshot.number:
+        return None
+    ea, eb = scored_like(a, latest), scored_like(b, latest)
+    return {
+        "snapshot": latest.number,
+        "a": ea.pk if ea else None,
+        "b": eb.pk if eb else None,
+    }
+
+
+def scored_like(evaluation: Evaluation, snapshot: Snapshot) -> Evaluation | None:
+    """The evaluation of ``evaluation``'s stage on ``snapshot`` with its parameters,
+    mapping and engine, if one is stored."""
+    keys = ("ks", "measures", "rel_level", "unjudged")
+    for other in Evaluation.objects.filter(
+        stage_id=evaluation.stage_id,
+        snapshot=snapshot,
+        mapping_id=evaluation.mapping_id,
+        engine_version=evaluation.engine_version,
+    ).order_by("pk"):
+        if all(other.params.get(k) == evaluation.params.get(k) for k in keys):
+            return other
+    return None
+
+
 def focus_state(a: Evaluation, b: Evaluation) -> dict[str, Any] | None:
     """The focus set of comparison (a, b), if queued: its pairs and how many are judged
     now (live labels, not the pinned snapshot's)."""
@@ -141,4 +174,12 @@ def focus_state(a: Evaluation, b: Evaluation) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["PAGE_PAIRS", "RULE", "focus_name", "focus_state", "settlement"]
+__all__ = [
+    "PAGE_PAIRS",
+    "RULE",
+    "focus_name",
+    "focus_state",
+    "newer_comparison",
+    "scored_like",
+    "settlement",
+]

@@ -1,0 +1,42 @@
+"""Queue the pairs that could change a comparison: the one write behind the compare
+page's button and the API's ``compare/focus/`` (both check the evaluator role)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from judgments.models import Collection
+from judgments.services import FocusOutcome, queue_focus
+
+from . import reports
+from .models import Evaluation
+
+
+def review_url(collection: Collection, focus: str) -> str:
+    """The review queue scoped to focus set ``focus``."""
+    return reverse("judgments:review", args=[collection.slug]) + "?" + urlencode({"scope": focus})
+
+
+def queue_comparison_pairs(
+    a: Evaluation, b: Evaluation, *, by: Any, request: Any = None
+) -> FocusOutcome | None:
+    """Queue the pairs of ``settlement(a, b)``; ``None`` when there are none.
+    ``ComparisonRefused`` when a and b cannot be compared."""
+    reasons = reports.comparison_refusals(a, b)
+    if reasons:
+        raise reports.ComparisonRefused(reasons)
+    data = reports.settlement(a, b)
+    if not data["applies"] or not data["pairs"]["count"]:
+        return None
+    return queue_focus(
+        collection=a.collection,
+        name=data["focus"],
+        pairs=[tuple(p) for p in data["pairs"]["rows"]],
+        by=by,
+        description=f"the unjudged pairs that could change the sign of '{a.run.name}' - "
+        f"'{b.run.name}' on snapshot v{a.snapshot.number} (evaluations {a.pk}, {b.pk})",
+        request=request,
+    )
