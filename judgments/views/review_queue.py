@@ -335,6 +335,13 @@ def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryPro
             f" Query '{query.external_id}' has {n} open assessment{'s' if n != 1 else ''} "
             "left for other reviewers (you assessed, skipped or hold those items)."
         )
+    elif (task is None or task.query_id != query.pk) and queue.scope.focus is not None:
+        # Its other open items are mostly pooled ones outside the focus set.
+        note = (
+            f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "
+            f"{queue.scope.focus.name} does not serve you (outside it, skipped by you, or "
+            "held by another reviewer)."
+        )
     elif task is None or task.query_id != query.pk:
         note = (
             f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "

@@ -91,6 +91,7 @@ def settlement(a: Evaluation, b: Evaluation) -> dict[str, Any]:
     qrels = inputs[0]
     entries: list[dict[str, Any]] = []
     everything: set[tuple[str, str]] = set()
+    unjudged: dict[int | None, list[list[tuple[str, str, int]]]] = {}
     for measure in measures:
         al = [rows_a[q][measure]["low"] for q in shared]
         ah = [rows_a[q][measure]["high"] for q in shared]
@@ -105,11 +106,14 @@ def settlement(a: Evaluation, b: Evaluation) -> dict[str, Any]:
                 if x1 - x0 > comparison.TIE or y1 - y0 > comparison.TIE
             ]
             depth = split_measure(measure)[1]
-            found = {
-                (q, item)
-                for run in (run_a, run_b)
-                for q, item, _ in engine.unjudged_rows(qrels, run, depth=depth, queries=moved)
-            }
+            if depth not in unjudged:
+                # Once per cutoff (measures share them), over every paired query.
+                unjudged[depth] = [
+                    engine.unjudged_rows(qrels, run, depth=depth, queries=shared)
+                    for run in (run_a, run_b)
+                ]
+            wanted = set(moved)
+            found = {(q, item) for rows in unjudged[depth] for q, item, _ in rows if q in wanted}
             pairs = sorted(found, key=lambda p: (natural_key(p[0]), p[1]))
             everything |= found
         entry["pairs"] = {"count": len(pairs), "rows": [list(p) for p in pairs]}
