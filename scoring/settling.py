@@ -1,5 +1,6 @@
-"""Queue the pairs that could change a comparison: the one write behind the compare
-page's button and the API's ``compare/focus/`` (both check the evaluator role)."""
+"""Settled comparisons for the page and the API: ``settlement_for`` (the comparison JSON's
+``settlement``) and ``queue_comparison_pairs``, the one write behind the compare page's
+button and the API's ``compare/focus/`` (both check the evaluator role)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,15 @@ def queue_comparison_pairs(
         f"'{b.run.name}' on snapshot v{a.snapshot.number} (evaluations {a.pk}, {b.pk})",
         request=request,
     )
+
+
+def settlement_for(a: Evaluation, b: Evaluation) -> dict[str, Any]:
+    """The comparison's ``settlement`` for its JSON and page: whether each measure is
+    settled and the pairs that could change it, the focus set queued for them (with how
+    many are judged now), and the comparison on a newer snapshot, if there is one."""
+    data = reports.settlement(a, b)
+    if data["applies"]:
+        data["focus_state"] = reports.focus_state(a, b)
+        data["review_url"] = review_url(a.collection, data["focus"])
+        data["newer"] = reports.newer_comparison(a, b)
+    return data

@@ -27,7 +27,7 @@ from judgments.selectors import may_see_assessments
 from .. import comparison, reports
 from ..models import Evaluation, Run
 from ..selectors import evaluation_in, run_by_name
-from ..settling import queue_comparison_pairs, review_url
+from ..settling import queue_comparison_pairs, review_url, settlement_for
 from ..tasks import missing_diagnosis_stages, start_diagnosis
 
 FORMAT = OpenApiParameter(
@@ -252,6 +252,8 @@ class EvaluationCompareApi(CollectionScoped, APIView):
             ) from None
         if fmt == "csv":
             return _csv(reports.comparison_csv(result), f"{slug}-compare-{a.pk}-{b.pk}")
+        if result["mode"] == "runs":
+            result["settlement"] = settlement_for(a, b)
         return Response(result)
 
 

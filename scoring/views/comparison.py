@@ -15,6 +15,7 @@ from judgments.views.common import RoleRequired
 from .. import comparison, reports
 from ..models import Evaluation, Run, RunStage
 from ..selectors import evaluation_in, evaluations_of, run_by_name, stage_of
+from ..settling import settlement_for
 from ..tasks import start_comparison
 from .common import (
     BadParameter,
@@ -24,7 +25,7 @@ from .common import (
     int_param,
     label_page,
 )
-from .settled import settlement_for, settlement_view
+from .settled import settlement_view
 
 
 @require_GET

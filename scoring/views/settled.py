@@ -33,18 +33,6 @@ VERDICTS = {
 }
 
 
-def settlement_for(a: Evaluation, b: Evaluation) -> dict[str, Any]:
-    """The comparison's ``settlement`` for its JSON and page: whether each measure is
-    settled and the pairs that could change it, the focus set queued for them (with how
-    many are judged now), and the comparison on a newer snapshot, if there is one."""
-    data = reports.settlement(a, b)
-    if data["applies"]:
-        data["focus_state"] = reports.focus_state(a, b)
-        data["review_url"] = review_url(a.collection, data["focus"])
-        data["newer"] = reports.newer_comparison(a, b)
-    return data
-
-
 def settlement_view(data: dict[str, Any]) -> dict[str, Any]:
     """The page's rows: each measure's range and verdict as text, pairs capped."""
     rows = []

@@ -135,3 +135,13 @@ def test_the_review_queue_serves_the_scope(client, example):
         ("q2", "u3"),
     }
     assert client.get("/c/settle/review/?scope=no-such-set").status_code == 404
+
+
+def test_the_comparison_api_has_the_complete_pair_list(client, example):
+    client.force_login(example["users"][Role.REVIEWER])
+    a, b = example["ev"]["run-a"].pk, example["ev"]["run-b"].pk
+    st = client.get(f"/api/collections/settle/compare/?a={a}&b={b}").json()["settlement"]
+    assert not st["settled"]
+    (entry,) = st["measures"]
+    assert (entry["low"], entry["high"], entry["verdict"]) == pytest.approx((-0.5, 0.25, "open"))
+    assert st["pairs"]["rows"] == [["q1", "u1"], ["q2", "u2"], ["q2", "u3"]]
