@@ -17,8 +17,6 @@ from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
 from .review_queue import (
-    ReviewScope,
-    ReviewSession,
     review,
     review_claim,
     review_judge,
@@ -26,6 +24,7 @@ from .review_queue import (
     review_skip,
     review_undo,
 )
+from .review_scope import ReviewScope, ReviewSession
 from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snapshot_list
 
 __all__ = [
