@@ -288,9 +288,12 @@ def sign_bounds(
     go as low as mean(a_low - b_high) (every labeling favours b) and as high as
     mean(a_high - b_low) (every labeling favours a). Settled: both ends on one side of 0
     ("a" or "b" better), or both 0 ("tie", nothing unjudged moves it); otherwise the
-    unjudged items could change the sign. Conservative: an item ranked by both runs is
-    taken as relevant for one and non-relevant for the other, so a "could change" is an
-    upper bound, and a "settled" is certain.
+    unjudged items could change the sign. Conservative: an item ranked by both runs may
+    count as relevant for one and non-relevant for the other, so a "could change" is an
+    upper bound. Where the per-query low/high are a measure's true extremes (P@k, AnyHit@k,
+    RR: they read only the labels of the run's own ranked items) a "settled" is certain
+    (``tests/scoring/test_settled_property.py`` checks every labeling); for measures whose
+    |G| an unranked item moves (R@k, nDCG@k, AP, …) it holds under the two labelings.
     """
     import numpy as np
 

@@ -42,8 +42,11 @@ RULE = (
     "at the relevance threshold (the 'bounds' policy); the mean difference a - b could go "
     "as low as mean(a non-relevant - b relevant) and as high as mean(a relevant - b "
     "non-relevant). Settled when both ends are on one side of 0 (or both 0). An item both "
-    "runs rank is taken as relevant for one and not for the other, so 'could change' is an "
-    "upper bound and 'settled' is certain."
+    "runs rank may count as relevant for one and not the other, so 'could change' is an "
+    "upper bound. For P@k, AnyHit@k and RR, which read only the labels of a run's own "
+    "ranked items, 'settled' is certain; for measures with a denominator or an ideal "
+    "ranking (R@k, AllHit@k, nDCG@k, AP, Rprec, bpref), an unjudged item outside the first k "
+    "still moves |G|, so 'settled' is under the bounds policy's labelings"
 )
 
 
