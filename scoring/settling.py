@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.cache import cache
 from django.urls import reverse
 
 from judgments.models import Collection
@@ -47,7 +48,14 @@ def settlement_for(a: Evaluation, b: Evaluation) -> dict[str, Any]:
     """The comparison's ``settlement`` for its JSON and page: whether each measure is
     settled and the pairs that could change it, the focus set queued for them (with how
     many are judged now), and the comparison on a newer snapshot, if there is one."""
-    data = reports.settlement(a, b)
+    # Two evaluations never change, so neither does their settlement: cached by their
+    # ids and fingerprints (every input's hash). The focus set and a newer snapshot are live.
+    key = f"verity:settlement:{a.pk}:{a.fingerprint}:{b.pk}:{b.fingerprint}"
+    data = cache.get(key)
+    if data is None:
+        data = reports.settlement(a, b)
+        cache.set(key, data, timeout=3600)
+    data = dict(data)
     if data["applies"]:
         data["focus_state"] = reports.focus_state(a, b)
         data["review_url"] = review_url(a.collection, data["focus"])
