@@ -36,6 +36,9 @@ from .common import (
 
 #: Items of a ranked list shown per stage (the rest is counted, not listed).
 LIST_SHOWN = 200
+#: The runs page counts holes inline for stages up to this many ranked rows (a few
+#: seconds at most, once: cached); a larger stage's are on its run's page and API.
+LIST_HOLES_MAX_ROWS = 1_000_000
 
 
 def _runs_of(collection: Collection) -> Any:
@@ -88,7 +91,12 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
                 "stages": stages,
                 "n_queries": max((s.n_queries for s in stages), default=0),
                 "holes": [
-                    {"stage": stage.name, "ks": _overall(stage_holes(stage, snapshot, ks))}
+                    {
+                        "stage": stage.name,
+                        "ks": _overall(stage_holes(stage, snapshot, ks))
+                        if stage.n_rows <= LIST_HOLES_MAX_ROWS
+                        else None,
+                    }
                     for stage in stages
                 ]
                 if snapshot is not None

@@ -82,3 +82,13 @@ def test_a_reviewer_of_a_blind_collection_sees_no_holes(client, example):
     client.force_login(reviewer)
     assert "Holes" not in client.get("/c/settle/runs/").content.decode()
     assert "holes" not in client.get("/api/collections/settle/runs/run-a/").json()
+
+
+def test_the_runs_page_leaves_a_large_stages_holes_to_its_page(client, example, monkeypatch):
+    from scoring.views import runs
+
+    monkeypatch.setattr(runs, "LIST_HOLES_MAX_ROWS", 3)  # run-d has 3 rows; the others 4
+    client.force_login(example["evaluator"])
+    page = client.get("/c/settle/runs/").content.decode()
+    assert "Judged@10 10.0%, 1 unjudged in 1 query" in page  # run-d, inline
+    assert page.count("(a large stage)") == 3
