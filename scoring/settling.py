@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from judgments.models import Collection
-from judgments.services import FocusOutcome, queue_focus
+from judgments.services import FocusOutcome, InvariantError, queue_focus
 
 from . import reports
 from .models import Evaluation
@@ -23,20 +23,31 @@ def review_url(collection: Collection, focus: str) -> str:
 
 
 def queue_comparison_pairs(
-    a: Evaluation, b: Evaluation, *, by: Any, request: Any = None
+    a: Evaluation, b: Evaluation, *, by: Any, measure: str | None = None, request: Any = None
 ) -> FocusOutcome | None:
-    """Queue the pairs of ``settlement(a, b)``; ``None`` when there are none.
-    ``ComparisonRefused`` when a and b cannot be compared."""
+    """Queue the pairs of ``settlement(a, b)`` that could change any measure, or only
+    ``measure`` (AP's may be every ranked item; P@10's a few); ``None`` when there are
+    none. ``ComparisonRefused`` when a and b cannot be compared, ``InvariantError`` for a
+    measure the comparison does not have."""
     reasons = reports.comparison_refusals(a, b)
     if reasons:
         raise reports.ComparisonRefused(reasons)
     data = reports.settlement(a, b)
-    if not data["applies"] or not data["pairs"]["count"]:
+    if not data["applies"]:
+        return None
+    pairs = data["pairs"]
+    if measure:
+        entry = next((e for e in data["measures"] if e["measure"] == measure), None)
+        if entry is None:
+            have = ", ".join(e["measure"] for e in data["measures"])
+            raise InvariantError(f"the comparison has no measure {measure!r}; it has {have}")
+        pairs = entry["pairs"]
+    if not pairs["count"]:
         return None
     return queue_focus(
         collection=a.collection,
         name=data["focus"],
-        pairs=[tuple(p) for p in data["pairs"]["rows"]],
+        pairs=[tuple(p) for p in pairs["rows"]],
         by=by,
         description=f"the unjudged pairs that could change the sign of '{a.run.name}' - "
         f"'{b.run.name}' on snapshot v{a.snapshot.number} (evaluations {a.pk}, {b.pk})",

@@ -23,6 +23,7 @@ from judgments.api.errors import ApiError, ErrorSerializer
 from judgments.api.permissions import CollectionScoped
 from judgments.models import Role, Snapshot
 from judgments.selectors import may_see_assessments
+from judgments.services import InvariantError
 
 from .. import comparison, reports
 from ..models import Evaluation, Run
@@ -281,6 +282,9 @@ class CompareFocusApi(CollectionScoped, APIView):
             400: BAD_REQUEST,
         },
         summary="Queue the pairs that could change a comparison (evaluator)",
+        description="JSON body `{a, b, measure?}` (or a and b in the query string): every "
+        "unjudged pair that could change the sign of a - b, or only those of `measure` (400 "
+        "when the comparison has no such measure).",
     )
     def post(self, request: Request, slug: str) -> Any:
         ids = []
@@ -298,7 +302,13 @@ class CompareFocusApi(CollectionScoped, APIView):
                 raise ApiError(404, f"collection '{slug}' has no evaluation {raw}") from None
         a, b = ids
         try:
-            outcome = queue_comparison_pairs(a, b, by=request.user, request=request)
+            outcome = queue_comparison_pairs(
+                a, b, by=request.user, measure=request.data.get("measure") or None, request=request
+            )
+        except InvariantError as exc:
+            raise ApiError(
+                400, str(exc), errors=[{"field": "measure", "message": str(exc)}]
+            ) from None
         except reports.ComparisonRefused as exc:
             raise ApiError(
                 400,

@@ -83,7 +83,9 @@ def compare_focus(request: HttpRequest, collection: Collection) -> HttpResponse:
     _need_evaluator(request, collection, "Queueing the pairs that could change a comparison")
     a, b = _pair(request, collection)
     try:
-        outcome = queue_comparison_pairs(a, b, by=request.user, request=request)
+        outcome = queue_comparison_pairs(
+            a, b, by=request.user, measure=request.POST.get("measure") or None, request=request
+        )
     except (reports.ComparisonRefused, InvariantError) as exc:
         messages.error(request, str(exc))
         return redirect(_back(collection, a, b))

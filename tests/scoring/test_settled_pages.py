@@ -145,3 +145,25 @@ def test_the_comparison_api_has_the_complete_pair_list(client, example):
     (entry,) = st["measures"]
     assert (entry["low"], entry["high"], entry["verdict"]) == pytest.approx((-0.5, 0.25, "open"))
     assert st["pairs"]["rows"] == [["q1", "u1"], ["q2", "u2"], ["q2", "u3"]]
+
+
+def test_one_measures_pairs_can_be_queued_alone(client, example):
+    client.force_login(example["users"][Role.EVALUATOR])
+    a, b = example["ev"]["run-a"].pk, example["ev"]["run-b"].pk
+    url = reverse("evaluation-compare-focus", args=["settle"])
+    as_json = {"content_type": "application/json"}
+    refused = client.post(url, {"a": a, "b": b, "measure": "nDCG@2"}, **as_json)
+    assert refused.status_code == 400
+    assert "the comparison has no measure 'nDCG@2'; it has P@2" in refused.json()["detail"]
+    assert not FocusSet.objects.exists()
+    body = client.post(url, {"a": a, "b": b, "measure": "P@2"}, **as_json).json()
+    assert (body["pairs"], body["rows"]) == (3, [["q1", "u1"], ["q2", "u2"], ["q2", "u3"]])
+    page = client.get(compare_url(example)).content.decode()
+    assert "Queue only the 3 pairs of P@2 first" in page
+    # the page's form refuses an unknown measure with a message, queueing nothing more
+    response = client.post(
+        reverse("scoring:compare-focus", args=["settle"]),
+        {"a": a, "b": b, "measure": "AP"},
+        follow=True,
+    )
+    assert "the comparison has no measure &#x27;AP&#x27;" in response.content.decode()
