@@ -27,7 +27,6 @@ from scoring.selectors import (
     evaluation_report,
     refuse_cli_parameters,
     run_by_name,
-    stage_holes,
     stage_of,
 )
 from scoring.services import score_run_stage
@@ -122,20 +121,6 @@ class Command(BaseCommand):
         if options["json"] or options["csv"]:
             # The same report the browser and the API show (scoring.reports).
             full = build_report(evaluation)
-            if options["json"]:
-                # Holes: judged and unjudged items in the first k of each query of the
-                # stage, scored or not (verity_eval.find_holes), at the evaluation's cutoffs.
-                holes = stage_holes(
-                    evaluation.stage,
-                    evaluation.snapshot,
-                    tuple(evaluation.params["ks"]),
-                    mapping=evaluation.mapping,
-                )
-                full["holes"] = {
-                    "snapshot": evaluation.snapshot.number,
-                    "stage": evaluation.stage.name,
-                    **holes.to_dict(),
-                }
             if options["csv"]:
                 self.stdout.write(report_csv(full), ending="")
             else:
