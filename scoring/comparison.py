@@ -273,3 +273,41 @@ def describe(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
         "ties": int(np.sum(np.abs(d) <= TIE)),
         "losses": int(np.sum(d < -TIE)),
     }
+
+
+def sign_bounds(
+    a_low: Sequence[float],
+    a_high: Sequence[float],
+    b_low: Sequence[float],
+    b_high: Sequence[float],
+) -> dict[str, Any]:
+    """How far the unjudged items could move mean(a - b), and whether its sign is settled.
+
+    Per query, each side is known between its value with unjudged items as non-relevant
+    and as relevant (``low``/``high``, the engine's ``bounds``). The mean difference can
+    go as low as mean(a_low - b_high) (every labeling favours b) and as high as
+    mean(a_high - b_low) (every labeling favours a). Settled: both ends on one side of 0
+    ("a" or "b" better), or both 0 ("tie", nothing unjudged moves it); otherwise the
+    unjudged items could change the sign. Conservative: an item ranked by both runs may
+    count as relevant for one and non-relevant for the other, so a "could change" is an
+    upper bound. Where the per-query low/high are a measure's true extremes (P@k, AnyHit@k,
+    RR: they read only the labels of the run's own ranked items) a "settled" is certain
+    (``tests/scoring/test_settled_property.py`` checks every labeling); for measures whose
+    |G| an unranked item moves (R@k, nDCG@k, AP, …) it holds under the two labelings.
+    """
+    import numpy as np
+
+    al, ah, bl, bh = (np.asarray(v, dtype=np.float64) for v in (a_low, a_high, b_low, b_high))
+    n = int(al.size)
+    if n == 0:
+        return {"n": 0, "low": None, "high": None, "settled": False, "verdict": "undefined"}
+    low, high = float(np.mean(al - bh)), float(np.mean(ah - bl))
+    if low > TIE:
+        verdict = "a"
+    elif high < -TIE:
+        verdict = "b"
+    elif abs(low) <= TIE and abs(high) <= TIE:
+        verdict = "tie"
+    else:
+        verdict = "open"
+    return {"n": n, "low": low, "high": high, "settled": verdict != "open", "verdict": verdict}

@@ -6,11 +6,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Count, QuerySet
 
 import verity_eval as engine
 from judgments.models import Collection, Query, Snapshot
-from judgments.selectors import snapshot_of
+from judgments.selectors import frozen_judgments, snapshot_of
 
 from .models import Evaluation, RankedList, Run, RunStage, UnitMapping
 
@@ -303,3 +304,59 @@ def scoring_inputs(
         raise ScoringInputError(problems)
     assert found_run and found_stage and found_snapshot and params
     return ScoringInputs(found_run, found_stage, found_snapshot, found_mapping, params)
+
+
+#: Cutoffs of the holes shown when none are asked for: 10 and the collection's pool depth.
+HOLE_KS = (10,)
+
+
+def hole_ks(collection: Collection, ks: Sequence[int] | None = None) -> tuple[int, ...]:
+    return tuple(sorted(set(ks))) if ks else tuple(sorted({*HOLE_KS, collection.pool_depth}))
+
+
+def stage_holes(
+    stage: RunStage,
+    snapshot: Snapshot,
+    ks: Sequence[int],
+    *,
+    mapping: UnitMapping | None = None,
+) -> engine.Holes:
+    """Judged and unjudged items in the first k of each of ``stage``'s queries against
+    ``snapshot``'s judgments (``verity_eval.find_holes``: columnar, one join). A stage
+    and a snapshot never change, so the answer is cached by what they hold."""
+    # The content hashes beside the ids: a key must not outlive a database that reuses ids
+    # (a test database, a restored dump).
+    key = (
+        f"verity:holes:{stage.pk}:{stage.run.source_sha256}:{stage.name}:{snapshot.pk}:"
+        f"{snapshot.content_hash}:{mapping.content_hash if mapping else 0}:"
+        + ",".join(map(str, ks))
+    )
+    found = cache.get(key)
+    if found is not None:
+        return found
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, item, grade in frozen_judgments(snapshot):
+        qrels.setdefault(qid, {})[item] = grade
+    rankings = {qid: items for qid, (items, _) in stage_lists_of(stage).items()}
+    run = engine.Run.from_mapping(rankings, source=stage.run.name)
+    pairs = mapping_pairs_of(mapping)
+    if pairs:
+        run, _ = run.map_units(pairs)
+    holes = engine.find_holes(qrels, run, ks)
+    cache.set(key, holes, timeout=3600)
+    return holes
+
+
+def run_holes(
+    run: Run, snapshot: Snapshot, ks: Sequence[int], *, per_query: bool = True
+) -> dict[str, Any]:
+    """Holes of every stage of ``run`` against ``snapshot``: the JSON of the run's API and
+    the runs pages (``{"snapshot": n, "ks": [...], "stages": {name: Holes.to_dict()}}``)."""
+    return {
+        "snapshot": snapshot.number,
+        "ks": list(ks),
+        "stages": {
+            stage.name: stage_holes(stage, snapshot, ks).to_dict(per_query=per_query)
+            for stage in stages_in_order(run)
+        },
+    }

@@ -434,3 +434,67 @@ def _compare(job: Job, progress: JobProgress) -> None:
 @task()
 def comparison_task(job_id: int) -> dict[str, Any]:
     return run_job(job_id, _compare)
+
+
+# -- a comparison on a newer snapshot --------------------------------------------------------
+
+
+def start_comparison_on(*, a: Evaluation, b: Evaluation, snapshot: Snapshot, by: Any = None) -> Job:
+    """Queue the scoring of a's and b's stages on ``snapshot`` exactly as a and b were
+    scored (their mapping and parameters), then the comparison of the two: "compare on
+    vN" after the pairs that could change a comparison were judged and frozen."""
+    return create_job(
+        kind=JobKind.COMPARISON,
+        task=comparison_on_task,
+        label=f"Score '{a.run.name}' and '{b.run.name}' on snapshot v{snapshot.number} as "
+        f"evaluations {a.pk} and {b.pk} were scored, and compare them",
+        collection=a.run.collection,
+        by=by,
+        params={"a": a.pk, "b": b.pk, "snapshot": snapshot.pk},
+    )
+
+
+def _compare_on(job: Job, progress: JobProgress) -> None:
+    p = job.params
+    a, b = (
+        Evaluation.objects.select_related("mapping", "stage__run__collection").get(pk=p[side])
+        for side in ("a", "b")
+    )
+    snapshot = Snapshot.objects.get(pk=p["snapshot"])
+    try:
+        with transaction.atomic():
+            inputs = snapshot_inputs(snapshot)
+            new = [
+                score_run_stage(
+                    run=e.stage.run,
+                    stage=e.stage,
+                    snapshot=snapshot,
+                    params=_engine_params(e.params),
+                    mapping=e.mapping,
+                    by=job.created_by,
+                    inputs=inputs,
+                    progress=progress,
+                )[0]
+                for e in (a, b)
+            ]
+            slug = a.stage.run.collection.slug
+            query = f"?a={new[0].pk}&b={new[1].pk}"
+            complete(
+                job,
+                progress,
+                {
+                    "summary": f"Scored both runs on snapshot v{snapshot.number} (evaluations "
+                    f"{new[0].pk} and {new[1].pk}); the comparison is ready.",
+                    "url": reverse("scoring:compare", args=[slug]) + query,
+                    "link_text": f"Open the comparison on v{snapshot.number}",
+                    "open": True,
+                    "api_url": reverse("evaluation-compare", args=[slug]) + query,
+                },
+            )
+    except (VerityError, engine.EngineError) as exc:
+        raise JobFailed(str(exc)) from None
+
+
+@task()
+def comparison_on_task(job_id: int) -> dict[str, Any]:
+    return run_job(job_id, _compare_on)

@@ -26,5 +26,7 @@ urlpatterns = [
         name="diagnosis-score",
     ),
     path("c/<slug:slug>/compare/score/", views.compare_score, name="compare-score"),
+    path("c/<slug:slug>/compare/focus/", views.compare_focus, name="compare-focus"),
+    path("c/<slug:slug>/compare/latest/", views.compare_on_latest, name="compare-latest"),
     path("c/<slug:slug>/compare/", views.compare, name="compare"),
 ]

@@ -25,6 +25,7 @@ from .collections import (
     Role,
     role_allows,
 )
+from .focus import FocusPair, FocusSet
 from .immutable import AppendOnlyModel, FrozenModel, ImmutableModel, ImmutableQuerySet
 from .judgments import ChangeSource, Judgment, JudgmentChange, QueryStatusChange
 from .queries import (
@@ -61,6 +62,8 @@ __all__ = [
     "Collection",
     "CollectionManager",
     "EvidenceCondition",
+    "FocusPair",
+    "FocusSet",
     "FrozenModel",
     "ImmutableModel",
     "ImmutableQuerySet",

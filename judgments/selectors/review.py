@@ -19,6 +19,7 @@ from ..models import (
     Assessment,
     Collection,
     EvidenceCondition,
+    FocusSet,
     Judgment,
     JudgmentChange,
     Query,
@@ -200,11 +201,13 @@ def held_task_for(
     *,
     query: Query | None = None,
     tag: str | None = None,
+    focus: FocusSet | None = None,
 ) -> ReviewTask | None:
     """The task ``reviewer`` holds under a live lease in the scope (one query, the
-    queries with one tag, or the whole collection), the soonest to expire first: the one
-    ``claim_next_task`` would hand back. ``None`` when they hold none there. A read: it
-    claims, extends and releases nothing (a GET shows what is held; a POST claims)."""
+    queries with one tag, a focus set's pairs, or the whole collection), the soonest to
+    expire first: the one ``claim_next_task`` would hand back. ``None`` when they hold
+    none there. A read: it claims, extends and releases nothing (a GET shows what is
+    held; a POST claims)."""
     held = ReviewTask.objects.filter(
         collection=collection,
         status=TaskStatus.CLAIMED,
@@ -218,6 +221,8 @@ def held_task_for(
         # subquery renames (as in claim_next_task).
         tagged = Query.objects.filter(collection=collection).with_tag(tag)
         held = held.filter(query_id__in=list(tagged.values_list("pk", flat=True)))
+    if focus is not None:
+        held = held.filter(focus.holds_task())
     return held.order_by("lease_expires_at", "pk").first()
 
 
@@ -320,3 +325,17 @@ def change_that_made(judgment: Judgment, by: Any) -> Any:
         .order_by("-pk")
         .first()
     )
+
+
+def focus_set_in(collection: Collection, name: str) -> FocusSet:
+    """The focus set ``name`` of ``collection``; ``FocusSet.DoesNotExist`` otherwise."""
+    return FocusSet.objects.get(collection=collection, name=name)
+
+
+def focus_progress(focus: FocusSet) -> tuple[int, int]:
+    """(pairs of ``focus`` with a judgment now, pairs of ``focus``)."""
+    pairs = focus.pairs.all()
+    judged = pairs.filter(
+        Exists(Judgment.objects.filter(query_id=OuterRef("query_id"), item_id=OuterRef("item_id")))
+    )
+    return judged.count(), pairs.count()

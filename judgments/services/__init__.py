@@ -24,6 +24,7 @@ from .collections import (
     validate_scale,
 )
 from .errors import ImportRefused, InvariantError, JudgmentConflict, VerityError
+from .focus import MAX_FOCUS_PAIRS, FocusOutcome, queue_focus
 from .import_writes import IMPORT_BATCH_SIZE, PROGRESS_EVERY
 from .imports import ImportReport, import_collection_data
 from .judgments import (
@@ -66,8 +67,10 @@ __all__ = [
     "COLLECTION_SETTINGS",
     "DEFAULT_LEASE",
     "IMPORT_BATCH_SIZE",
+    "MAX_FOCUS_PAIRS",
     "PROGRESS_EVERY",
     "RESERVED_SLUGS",
+    "FocusOutcome",
     "ImportRefused",
     "ImportReport",
     "InvariantError",
@@ -90,6 +93,7 @@ __all__ = [
     "judge_task",
     "normalize_evidence",
     "pool_items",
+    "queue_focus",
     "queue_unjudged",
     "record_assessment",
     "record_judgment",

@@ -179,12 +179,15 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
             [label, now, stage],
         )
     priority = PRIORITY_SQL.format(n="s.n", best="s.best")
-    # Rewrites only the tasks whose order changed (the new ones are right already).
+    # Rewrites only the tasks whose order changed (the new ones are right already). A
+    # task asked for by name (at or above URGENT_PRIORITY) keeps its priority.
+    urgent = f"{tasks}.priority >= {URGENT_PRIORITY}"
     cursor.execute(
-        f"UPDATE {tasks} SET best_rank = s.best, priority = {priority} FROM "
+        f"UPDATE {tasks} SET best_rank = s.best, "
+        f"priority = CASE WHEN {urgent} THEN {tasks}.priority ELSE {priority} END FROM "
         f"(SELECT task_id, MIN(rank) AS best, COUNT(*) AS n FROM {sources} "
         f"WHERE task_id IN ({affected}) GROUP BY task_id) s WHERE {tasks}.id = s.task_id "
-        f"AND ({tasks}.priority <> {priority} "
+        f"AND (({tasks}.priority <> {priority} AND NOT {urgent}) "
         f"OR COALESCE({tasks}.best_rank, -1) <> COALESCE(s.best, -1))",
     )
     if n_slots > 1:

@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 from ..models import (
     Assessment,
     Collection,
+    FocusSet,
     Query,
     ReviewTask,
     TaskSkip,
@@ -72,15 +73,17 @@ def claim_next_task(
     query: Query | None = None,
     tag: str | None = None,
     current_query_id: int | None = None,
+    focus: FocusSet | None = None,
 ) -> ReviewTask | None:
     """Hand one open task to one reviewer, with a lease; ``None`` when the scope is empty.
 
-    The scope is one query (``query``), the queries with one tag (``tag``), or the whole
-    collection. Within it, review goes a query at a time: the open tasks of
-    ``current_query_id`` (the query the reviewer is working on) come first, in priority
-    order; when it has none left, the highest-priority task of a query that no other
-    reviewer holds a live lease in starts the next query, and only when every query is
-    held by someone the highest-priority task of any query is served.
+    The scope is one query (``query``), the queries with one tag (``tag``), the pairs of
+    a focus set (``focus``, ``services/focus.py``), or the whole collection. Within it,
+    review goes a query at a time: the open tasks of ``current_query_id`` (the query the
+    reviewer is working on) come first, in priority order; when it has none left, the
+    highest-priority task of a query that no other reviewer holds a live lease in starts
+    the next query, and only when every query is held by someone the highest-priority
+    task of any query is served.
 
     A reviewer who already holds a live lease in the scope gets that task back (a reload
     never claims a second one); held tasks outside the scope are released first, so that
@@ -97,6 +100,8 @@ def claim_next_task(
         # subquery renames.
         tagged = Query.objects.filter(collection=collection).with_tag(tag)
         scope &= Q(query_id__in=list(tagged.values_list("pk", flat=True)))
+    if focus is not None:
+        scope &= Q(focus.holds_task())
     held = ReviewTask.objects.filter(
         collection=collection,
         status=TaskStatus.CLAIMED,

@@ -18,8 +18,6 @@ from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
 from .queries import query_detail
 from .review_queue import (
-    ReviewScope,
-    ReviewSession,
     review,
     review_claim,
     review_judge,
@@ -27,6 +25,7 @@ from .review_queue import (
     review_skip,
     review_undo,
 )
+from .review_scope import ReviewScope, ReviewSession
 from .setup import collection_members, collection_settings, new_collection
 from .snapshots import snapshot_diff, snapshot_diff_pick, snapshot_freeze, snapshot_list
 

@@ -5,9 +5,10 @@ No GET writes: the queue's page shows the task the reviewer holds, or a button t
 claims the next one by POST (``review_claim``), which its script presses on load.
 
 Review goes a query at a time (``claim_next_task``): within the scope (the whole
-collection, ``?query=ID`` or ``?tag=TAG``) the queue serves the open items of the query
-just worked on before it moves to the next one. When a query has no open item left, the
-queue stops on it and offers to settle its review status with one key.
+collection, ``?query=ID``, ``?tag=TAG`` or a focus set's ``?scope=NAME``) the queue
+serves the open items of the query just worked on before it moves to the next one. When
+a query has no open item left, the queue stops on it and offers to settle its review
+status with one key.
 
 The queue's POST endpoints answer JSON to the page's script (``Accept: application/json``),
 with the next panel as server-rendered HTML, and redirect or render a whole page otherwise,
@@ -17,9 +18,7 @@ change: a stale edit renders both values and waits for the reviewer to choose.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
@@ -31,11 +30,17 @@ from django.views.decorators.http import require_GET, require_POST
 from ..extensions import grade_recorded
 from ..forms import QueueJudgeForm, QueueStatusForm, QueueTaskForm
 from ..highlight import query_terms
-from ..models import Assessment, ChangeSource, Collection, Query, QueryStatus, ReviewTask
+from ..models import (
+    Assessment,
+    ChangeSource,
+    Collection,
+    Query,
+    QueryStatus,
+    ReviewTask,
+)
 from ..selectors import (
     QUEUE_COUNT_CAP,
     QueryProgress,
-    held_task_for,
     judgment_changes,
     may_adjudicate,
     open_adjudications,
@@ -52,7 +57,6 @@ from ..services import (
     JudgmentConflict,
     assess_task,
     change_own_assessment,
-    claim_next_task,
     set_query_status,
     skip_task,
     undo_judgment_change,
@@ -68,84 +72,7 @@ from .common import (
     wants_json,
 )
 from .grading import grade_item
-
-UNDO_DEPTH = 200  # changes remembered per collection and session
-
-
-class ReviewSession:
-    """This browser session's work in one collection's queue, kept in the session: the
-    undo stack, newest last (the ids of the history rows its judgments wrote, and
-    ``"a<pk>"`` for an assessment it recorded, with several assessors per item), and how
-    many items it judged or assessed."""
-
-    def __init__(self, request: HttpRequest, collection: Collection) -> None:
-        self.request = request
-        self.key = f"verity.review.{collection.pk}"
-        state = request.session.get(self.key) or {}
-        self.changes: list[int | str] = [
-            c if isinstance(c, str) and c.startswith("a") else int(c)
-            for c in state.get("changes", [])
-        ]
-        self.judged = int(state.get("judged", 0))
-
-    def push(self, change_id: int | str, *, counted: bool = True) -> None:
-        self.changes = [*self.changes, change_id][-UNDO_DEPTH:]
-        if counted:
-            self.judged += 1
-        self._save()
-
-    def pop(self, *, undone_creation: bool) -> None:
-        self.changes = self.changes[:-1]
-        if undone_creation:
-            self.judged = max(0, self.judged - 1)
-        self._save()
-
-    def _save(self) -> None:
-        self.request.session[self.key] = {"changes": self.changes, "judged": self.judged}
-
-
-@dataclass(frozen=True)
-class ReviewScope:
-    """Which tasks the queue serves: one query (``?query=ID``), the queries with one tag
-    (``?tag=TAG``), or every query (the default). Carried in the URLs' query string, so
-    that each tab keeps its own scope."""
-
-    query: Query | None = None
-    tag: str = ""
-
-    @classmethod
-    def of(cls, request: HttpRequest, collection: Collection) -> ReviewScope:
-        query_id = request.GET.get("query", "")
-        tag = request.GET.get("tag", "").strip()
-        if not query_id:
-            return cls(tag=tag)
-        try:
-            return cls(query=query_in(collection, query_id))
-        except Query.DoesNotExist:
-            raise Http404(f"No query '{query_id}' in this collection.") from None
-
-    @property
-    def suffix(self) -> str:
-        """``?query=…`` / ``?tag=…`` for the queue's URLs, or ``""``."""
-        if self.query is not None:
-            return "?" + urlencode({"query": self.query.external_id})
-        return "?" + urlencode({"tag": self.tag}) if self.tag else ""
-
-    def held(self, request: HttpRequest, collection: Collection) -> ReviewTask | None:
-        """The task this reviewer holds in this scope, read only."""
-        return held_task_for(request.user, collection, query=self.query, tag=self.tag or None)
-
-    def claim(
-        self, request: HttpRequest, collection: Collection, *, current: int | None = None
-    ) -> ReviewTask | None:
-        """The next task in this scope, staying on query ``current`` while it has any."""
-        return claim_next_task(
-            reviewer=request.user,
-            collection=collection,
-            query=self.query,
-            tag=self.tag or None,
-            current_query_id=current,
-        )
+from .review_scope import ReviewScope, ReviewSession
 
 
 class Queue:
@@ -307,6 +234,13 @@ def _next_after(queue: Queue, query: Query) -> tuple[ReviewTask | None, QueryPro
         note = (
             f" Query '{query.external_id}' has {n} open assessment{'s' if n != 1 else ''} "
             "left for other reviewers (you assessed, skipped or hold those items)."
+        )
+    elif (task is None or task.query_id != query.pk) and queue.scope.focus is not None:
+        # Its other open items are mostly pooled ones outside the focus set.
+        note = (
+            f" Query '{query.external_id}' has {n} open item{'s' if n != 1 else ''} that "
+            f"{queue.scope.focus.name} does not serve you (outside it, skipped by you, or "
+            "held by another reviewer)."
         )
     elif task is None or task.query_id != query.pk:
         note = (

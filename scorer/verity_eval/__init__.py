@@ -13,6 +13,7 @@ Stable API (the Django side and ``python -m scoring`` use only this)::
     result.counts        # {"scorable": n, "excluded": {reason: n}, "empty_ranking": n, ...}
     result.to_dict()     # the JSON shape printed by ``python -m scoring --format json``
     exclusion_reason(status, in_qrels=..., has_relevant=...)  # the scorability rule
+    find_holes(qrels, rankings, ks)  # judged / unjudged items in the first k (holes.py)
 
 Inputs: ``qrels`` is ``read_qrels(path)`` or ``{qid: {docid: grade}}``; ``rankings`` is
 ``read_run(path, order=..., dedup=..., stage=...)`` or ``{qid: [id, ...]}`` (best first).
@@ -63,6 +64,7 @@ from .simple import score_query
 
 if TYPE_CHECKING:
     from .evaluate import EvalResult, evaluate, exclusion_reason
+    from .holes import Holes, find_holes, unjudged_rows
     from .readers import (
         Statuses,
         read_mapping,
@@ -80,6 +82,9 @@ _LAZY = {
     "EvalResult": "evaluate",
     "evaluate": "evaluate",
     "exclusion_reason": "evaluate",
+    "Holes": "holes",
+    "find_holes": "holes",
+    "unjudged_rows": "holes",
     "Statuses": "readers",
     "read_mapping": "readers",
     "read_qrels": "readers",
@@ -119,6 +124,7 @@ __all__ = [
     "EngineInputError",
     "EvalParams",
     "EvalResult",
+    "Holes",
     "InvalidParameterError",
     "Qrels",
     "Run",
@@ -126,10 +132,12 @@ __all__ = [
     "__version__",
     "evaluate",
     "exclusion_reason",
+    "find_holes",
     "read_mapping",
     "read_qrels",
     "read_run",
     "read_run_stages",
     "read_statuses",
     "score_query",
+    "unjudged_rows",
 ]

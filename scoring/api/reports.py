@@ -23,11 +23,13 @@ from judgments.api.errors import ApiError, ErrorSerializer
 from judgments.api.permissions import CollectionScoped
 from judgments.models import Role, Snapshot
 from judgments.selectors import may_see_assessments
+from judgments.services import InvariantError
 
 from .. import comparison, reports
 from ..models import Evaluation, Run
 from ..selectors import evaluation_in, run_by_name
 from ..services import record_report_export
+from ..settling import queue_comparison_pairs, review_url, settlement_for
 from ..tasks import missing_diagnosis_stages, start_diagnosis
 
 FORMAT = OpenApiParameter(
@@ -259,8 +261,86 @@ class EvaluationCompareApi(CollectionScoped, APIView):
                 errors=[{"field": None, "message": r} for r in exc.reasons],
                 extra={"refused": True, "reasons": exc.reasons},
             ) from None
+        if fmt != "csv" and result["mode"] == "runs":
+            result["settlement"] = settlement_for(a, b)
         name = f"{slug}-compare-{a.pk}-{b.pk}"
         return _answer(self, request, result, reports.comparison_csv, name, fmt)
+
+
+class CompareFocusApi(CollectionScoped, APIView):
+    """Queue, first in every reviewer's queue, exactly the unjudged pairs that could change
+    the sign of comparison (a, b) (``settlement.pairs`` of the comparison's JSON), as the
+    focus set ``compare-A-B``; reviewers are pointed at ``review_url``. Evaluator: it
+    reorders every reviewer's queue (``judgments/services/focus.py``)."""
+
+    labels = True
+    required_roles = {"POST": Role.EVALUATOR}
+
+    @extend_schema(
+        operation_id="evaluation_compare_focus",
+        parameters=[
+            OpenApiParameter("a", bounded(), required=True, description="evaluation id"),
+            OpenApiParameter("b", bounded(), required=True, description="evaluation id"),
+        ],
+        request=None,
+        responses={
+            200: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="focus, pairs, unjudged, queued, raised, rows, review_url",
+            ),
+            400: BAD_REQUEST,
+        },
+        summary="Queue the pairs that could change a comparison (evaluator)",
+        description="JSON body `{a, b, measure?}` (or a and b in the query string): every "
+        "unjudged pair that could change the sign of a - b, or only those of `measure` (400 "
+        "when the comparison has no such measure).",
+    )
+    def post(self, request: Request, slug: str) -> Any:
+        ids = []
+        for side in ("a", "b"):
+            raw = request.data.get(side, request.query_params.get(side))
+            try:
+                ids.append(evaluation_in(self.collection, int(raw)))
+            except (TypeError, ValueError):
+                raise ApiError(
+                    400,
+                    f"{side} must be an evaluation id",
+                    errors=[{"field": side, "message": "expected an integer"}],
+                ) from None
+            except Evaluation.DoesNotExist:
+                raise ApiError(404, f"collection '{slug}' has no evaluation {raw}") from None
+        a, b = ids
+        try:
+            outcome = queue_comparison_pairs(
+                a, b, by=request.user, measure=request.data.get("measure") or None, request=request
+            )
+        except InvariantError as exc:
+            raise ApiError(
+                400, str(exc), errors=[{"field": "measure", "message": str(exc)}]
+            ) from None
+        except reports.ComparisonRefused as exc:
+            raise ApiError(
+                400,
+                f"evaluations {a.pk} and {b.pk} cannot be compared: {exc}",
+                errors=[{"field": None, "message": r} for r in exc.reasons],
+            ) from None
+        name = reports.focus_name(a, b)
+        if outcome is None:
+            return Response(
+                {"focus": name, "pairs": 0, "unjudged": 0, "queued": 0, "raised": 0, "rows": []}
+            )
+        rows = sorted(outcome.focus.pairs.values_list("query__external_id", "item__external_id"))
+        return Response(
+            {
+                "focus": name,
+                "pairs": outcome.pairs,
+                "unjudged": outcome.unjudged,
+                "queued": outcome.queued,
+                "raised": outcome.raised,
+                "rows": [list(r) for r in rows],
+                "review_url": review_url(self.collection, name),
+            }
+        )
 
 
 # Mounted under /api/ by config/urls.py: path("api/", include("scoring.api.reports")).
@@ -279,5 +359,10 @@ urlpatterns = [
         "collections/<slug:slug>/compare/",
         EvaluationCompareApi.as_view(),
         name="evaluation-compare",
+    ),
+    path(
+        "collections/<slug:slug>/compare/focus/",
+        CompareFocusApi.as_view(),
+        name="evaluation-compare-focus",
     ),
 ]

@@ -10,12 +10,13 @@ with ``Prefer: respond-async``) becomes a background job: ``202 Accepted`` with
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,12 +26,20 @@ from judgments.api.errors import ApiError
 from judgments.api.permissions import CollectionScoped
 from judgments.api.uploads import StreamedUploads, staged_upload
 from judgments.api.views import NamedLookup, error
-from judgments.models import Role
+from judgments.models import Role, Snapshot
+from judgments.selectors import snapshot_of
 from scoring.models import Evaluation, EvaluationQuery, Run, UnitMapping
 from scoring.run_work import run_work
-from scoring.selectors import ScoringInputError, evaluation_report, scoring_inputs
+from scoring.selectors import (
+    ScoringInputError,
+    evaluation_report,
+    hole_ks,
+    run_holes,
+    scoring_inputs,
+)
 from scoring.services import RunImportError, import_run, score_run_stage
 from scoring.tasks import start_mapping_import, start_run_import, start_scoring
+from verity_eval.params import parse_ks
 
 from . import serializers as s
 
@@ -51,7 +60,26 @@ def refused_file(exc: RunImportError, path: Path) -> ApiError:
 
 @extend_schema_view(
     list=extend_schema(summary="The collection's runs, newest first."),
-    retrieve=extend_schema(summary="One run and its stages."),
+    retrieve=extend_schema(
+        summary="One run and its stages, with its holes.",
+        description="`holes`: for each stage and cutoff k, Judged@k (judged items among the "
+        "first k / k) and the number of unjudged items in the first k, per query and "
+        "overall, against the latest snapshot (`?snapshot=N` for another; `?k=5,10` for "
+        "other cutoffs; default 10 and the pool depth). `null` when the collection has no "
+        "snapshot yet; absent for a reviewer of a blind (several assessors) collection.",
+        parameters=[
+            OpenApiParameter(
+                "snapshot",
+                {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+                description="snapshot number (default: the latest)",
+            ),
+            OpenApiParameter(
+                "k",
+                {"type": "string", "pattern": "^[1-9][0-9]{0,5}(,[1-9][0-9]{0,5}){0,9}$"},
+                description="cutoffs, e.g. 5,10",
+            ),
+        ],
+    ),
     create=extend_schema(
         summary="Upload a run file (evaluator), multipart.",
         description="The file is validated whole before anything is stored: a refused file "
@@ -95,6 +123,26 @@ class RunViewSet(
             .prefetch_related("stages")
             .order_by("-created_at", "-pk")
         )
+
+    def retrieve(self, request: Request, slug: str, name: str) -> Response:
+        run = self.get_object()
+        data = dict(self.get_serializer(run).data)
+        if self.sees_labels:
+            params = request.query_params
+            try:
+                ks = hole_ks(self.collection, parse_ks(params["k"]) if params.get("k") else None)
+                number = int(params["snapshot"]) if params.get("snapshot") else None
+            except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+                raise ApiError(400, f"k or snapshot: {exc}; e.g. ?k=5,10&snapshot=2") from None
+            try:
+                snapshot = snapshot_of(self.collection, number)
+            except Snapshot.DoesNotExist:
+                if number is not None:
+                    raise ApiError(404, f"no snapshot v{number}") from None
+                data["holes"] = None
+            else:
+                data["holes"] = run_holes(run, snapshot, ks)
+        return Response(data)
 
     def create(self, request: Request, slug: str) -> Response:
         data = s.RunUploadInput(data=request.data)

@@ -60,12 +60,20 @@ from scoring.reports.report import (
     build_report,
     header_of,
 )
+from scoring.reports.settled import (
+    PAGE_PAIRS,
+    focus_name,
+    focus_state,
+    newer_comparison,
+    settlement,
+)
 
 __all__ = [
     "COMPARED_PARAMS",
     "EXCLUSION_REASONS",
     "LOSS_GLOSS",
     "MEASURE_NAMES",
+    "PAGE_PAIRS",
     "RATE_FAMILIES",
     "REPORT_VERSION",
     "UNJUDGED_POLICIES",
@@ -87,13 +95,17 @@ __all__ = [
     "fmt_number",
     "fmt_p",
     "fmt_value",
+    "focus_name",
+    "focus_state",
     "header_of",
     "is_rate",
     "may_score",
     "measure_label",
+    "newer_comparison",
     "outcome_kinds",
     "report_csv",
     "report_csv_rows",
+    "settlement",
     "sort_value",
     "stored_stage_evaluations",
     "to_csv",

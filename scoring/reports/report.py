@@ -16,6 +16,7 @@ from scoring.reports.formatting import UNJUDGED_POLICIES, _natural
 from scoring.selectors import (
     evaluation_report,
     query_info_for,
+    stage_holes,
     stage_lists_of,
     stage_marks_abstentions,
 )
@@ -225,6 +226,15 @@ def build_report(evaluation: Evaluation) -> dict[str, Any]:
             "order": scored,
             "recall": {str(k): [rows[q].get(f"R@{k}") for q in scored] for k in ks},
             "ceiling": {str(k): [rows[q].get(f"Ceiling@{k}") for q in scored] for k in ks},
+        },
+        # Holes: judged and unjudged items in the first k of every query of the stage,
+        # scored or not (verity_eval.find_holes), at the evaluation's cutoffs.
+        "holes": {
+            "snapshot": evaluation.snapshot.number,
+            "stage": evaluation.stage.name,
+            **stage_holes(
+                evaluation.stage, evaluation.snapshot, ks, mapping=evaluation.mapping
+            ).to_dict(),
         },
     }
     return report

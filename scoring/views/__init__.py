@@ -14,11 +14,14 @@ from .comparison import compare, compare_score, comparison_view
 from .diagnosis import ITEMS_SHOWN, diagnosis_score, diagnosis_view, run_diagnosis
 from .evaluations import evaluation_detail, evaluation_list, evaluation_new, report_view
 from .runs import ranked_list, run_detail, run_list
+from .settled import compare_focus, compare_on_latest
 
 __all__ = [
     "ITEMS_SHOWN",
     "BadParameter",
     "compare",
+    "compare_focus",
+    "compare_on_latest",
     "compare_score",
     "comparison_view",
     "diagnosis_score",

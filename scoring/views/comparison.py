@@ -15,6 +15,7 @@ from judgments.views.common import RoleRequired
 from .. import comparison, reports
 from ..models import Evaluation, Run, RunStage
 from ..selectors import evaluation_in, evaluations_of, run_by_name, stage_of
+from ..settling import settlement_for
 from ..tasks import start_comparison
 from .common import (
     BadParameter,
@@ -24,6 +25,7 @@ from .common import (
     int_param,
     label_page,
 )
+from .settled import settlement_view
 
 
 @require_GET
@@ -64,6 +66,8 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
             return JsonResponse({"refused": True, "reasons": exc.reasons}, status=400)
         context["reasons"] = exc.reasons
         return render(request, "scoring/compare.html", context, status=400)
+    if result["mode"] == "runs":
+        result["settlement"] = settlement_for(a, b)
     data = _data_response(
         request,
         result,
@@ -77,6 +81,9 @@ def compare(request: HttpRequest, collection: Collection) -> HttpResponse:
         {
             "result": result,
             "view": comparison_view(result),
+            "settled_view": settlement_view(result["settlement"])
+            if result.get("settlement", {}).get("applies")
+            else None,
             "chart_data": {
                 "measures": [e["key"] for e in result["measures"]],
                 "values": result["per_query"]["values"],

@@ -11,13 +11,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from judgments.models import Collection, Item, Query
-from judgments.selectors import judgments_for_query, may_score, open_tasks_for_query
+from judgments.models import Collection, Item, Query, Snapshot
+from judgments.selectors import (
+    judgments_for_query,
+    may_score,
+    may_see_labels,
+    open_tasks_for_query,
+    snapshot_of,
+)
 from judgments.views.common import _grade_label, _grades
 
 from ..forms import RunUploadForm
 from ..models import RankedList, Run
-from ..selectors import run_by_name, stage_lists_of, stages_in_order
+from ..selectors import hole_ks, run_by_name, stage_holes, stage_lists_of, stages_in_order
 from ..tasks import start_run_import
 from .common import (
     BadParameter,
@@ -30,6 +36,9 @@ from .common import (
 
 #: Items of a ranked list shown per stage (the rest is counted, not listed).
 LIST_SHOWN = 200
+#: The runs page counts holes inline for stages up to this many ranked rows (a few
+#: seconds at most, once: cached); a larger stage's are on its run's page and API.
+LIST_HOLES_MAX_ROWS = 1_000_000
 
 
 def _runs_of(collection: Collection) -> Any:
@@ -71,6 +80,8 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
             form = RunUploadForm(collection=collection)
     elif request.method == "POST":
         raise Http404("Uploading runs needs the evaluator role in this collection.")
+    snapshot = _holes_snapshot(request, collection)
+    ks = hole_ks(collection)
     runs = []
     for run in _runs_of(collection):
         stages = sorted(run.stages.all(), key=lambda s: s.position)
@@ -79,6 +90,17 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
                 "run": run,
                 "stages": stages,
                 "n_queries": max((s.n_queries for s in stages), default=0),
+                "holes": [
+                    {
+                        "stage": stage.name,
+                        "ks": _overall(stage_holes(stage, snapshot, ks))
+                        if stage.n_rows <= LIST_HOLES_MAX_ROWS
+                        else None,
+                    }
+                    for stage in stages
+                ]
+                if snapshot is not None
+                else None,
             }
         )
     return render(
@@ -89,6 +111,8 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
             "collection_url": _collection_url(collection),
             "crumb": "Runs",
             "runs": runs,
+            "holes_snapshot": snapshot,
+            "hole_ks": ks,
             "form": form,
             "may_score": may_upload,
             # the file chosen before a refusal, named, since no browser re-fills a file input
@@ -100,6 +124,41 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
 
 
 RUN_QUERIES_PER_PAGE = 100
+
+
+def _holes_snapshot(request: HttpRequest, collection: Collection) -> Snapshot | None:
+    """The snapshot holes are counted against (the latest), or ``None``: none frozen yet,
+    or a reviewer of a blind collection (which items are judged is the labels' business)."""
+    if not may_see_labels(request.user, collection):
+        return None
+    try:
+        return snapshot_of(collection)
+    except Snapshot.DoesNotExist:
+        return None
+
+
+def _overall(holes: Any) -> list[dict[str, Any]]:
+    overall = holes.overall()
+    return [
+        {
+            "k": k,
+            "judged_text": "undefined"
+            if v["judged_at"] is None
+            else f"{100 * v['judged_at']:.1f}%",
+            **v,
+        }
+        for k, v in ((int(k), v) for k, v in overall["ks"].items())
+    ]
+
+
+def _per_query(holes: Any, qids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        qid: [
+            {"k": int(k), "judged_text": f"{100 * v['judged_at']:.0f}%", **v}
+            for k, v in row["k"].items()
+        ]
+        for qid, row in holes.per_query(qids).items()
+    }
 
 
 @require_GET
@@ -124,6 +183,14 @@ def run_detail(request: HttpRequest, collection: Collection, name: str) -> HttpR
             collection=collection, external_id__in=list(page.object_list)
         ).values_list("external_id", "text")
     )
+    snapshot = _holes_snapshot(request, collection)
+    ks = hole_ks(collection)
+    shown = list(page.object_list)
+    holes = (
+        {stage.name: _per_query(stage_holes(stage, snapshot, ks), shown) for stage in stages}
+        if snapshot is not None
+        else {}
+    )
     return render(
         request,
         "scoring/run.html",
@@ -134,7 +201,18 @@ def run_detail(request: HttpRequest, collection: Collection, name: str) -> HttpR
             "run": run,
             "stages": stages,
             "page": page,
-            "queries": [{"id": q, "text": texts.get(q)} for q in page.object_list],
+            "queries": [
+                {
+                    "id": q,
+                    "text": texts.get(q),
+                    "holes": [
+                        {"stage": name, "ks": per[q]} for name, per in holes.items() if q in per
+                    ],
+                }
+                for q in shown
+            ],
+            "holes_snapshot": snapshot,
+            "multi_stage": len(stages) > 1,
             "evaluations": run.evaluations.select_related("stage", "snapshot").order_by("-pk")[:50],
             "may_score": may_score(request.user, collection),
         },

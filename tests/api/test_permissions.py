@@ -79,6 +79,7 @@ MATRIX: dict[str, tuple[int, int, int, int, int, int]] = {
     f"GET {C}/evaluations/{{id}}/queries/":                 (401, 404, 200, 200, 200, 200),
     f"GET {C}/evaluations/{{id}}/report/":                  (401, 404, 200, 200, 200, 200),
     f"GET {C}/compare/":                                    (401, 404, 200, 200, 200, 200),
+    f"POST {C}/compare/focus/":                             (401, 404, 403, 200, 200, 200),
     f"POST {C}/runs/{{name}}/diagnosis/":                   (401, 404, 403, 202, 202, 202),
     f"POST {C}/snapshots/{{number}}/exports/":              (401, 404, 403, 202, 202, 202),
     f"POST {C}/imports/":                                   (401, 404, 403, 403, 202, 202),
@@ -168,7 +169,7 @@ def body_for(operation: str, world: World, user: Any) -> dict[str, Any]:
     if tail == "/imports/":
         bundle = SimpleUploadedFile("more.jsonl", b'{"type": "query", "id": "D", "text": "d"}\n')
         return {"data": {"bundle": bundle}, "format": "multipart"}
-    if tail == "/compare/":
+    if tail in ("/compare/", "/compare/focus/"):
         return {"data": {"a": world.evaluation.pk, "b": world.other_evaluation.pk}}
     return {}
 

@@ -27,8 +27,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import get_resolver, reverse
 
-from judgments.models import Collection, Role
+from judgments.models import Collection, ReviewTask, Role
 from judgments.services import (
+    queue_focus,
     queue_unjudged,
     record_assessment,
     set_membership,
@@ -46,7 +47,8 @@ ROLES = ("reviewer", "evaluator", "admin")
 NOT_PAGES = re.compile(
     r"(^api|api-|:api|healthz|logout|password_reset|password_change|login|sso-|admin:|"
     r"-claim$|-judge$|-skip$|-undo$|-settle$|-decide$|-freeze$|bulk-status|-score$|"
-    r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick)"
+    r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick|compare-focus$|"
+    r"compare-latest$)"
 )
 #: The elements that stick out of the viewport, outside any scrolling region: what to fix.
 WIDEST = """() => {
@@ -119,6 +121,7 @@ def page_urls(demo: dict[str, Any]) -> list[str]:
         "/c/pairs/adjudicate/",
         "/c/pairs/agreement/",
         "/c/pairs/review/",
+        "/c/demo-handbook/review/?scope=demo-focus",  # a focus set (issue 28)
         "/c/pairs/q/A/",
         "/accounts/tokens/",  # named "api-tokens", which NOT_PAGES leaves out
         "/no/such/page/",
@@ -152,6 +155,16 @@ def demo(settings, job_dir) -> dict[str, Any]:
     )
     for username, grade in (("evaluator", 0), ("admin", 3)):
         record_assessment(query=query, item=items[0], grade=grade, assessor=users[username])
+    # A focus set: the review queue scoped to it (the compare page's pairs, by name).
+    demo_collection = Collection.objects.get(slug="demo-handbook")
+    pending = ReviewTask.objects.filter(collection=demo_collection, status="pending")
+    queue_focus(
+        collection=demo_collection,
+        name="demo-focus",
+        pairs=[(t.query.external_id, t.item.external_id) for t in pending.order_by("pk")[:3]],
+        by=users["evaluator"],
+        description="three pairs asked for by name",
+    )
     lexical = Evaluation.objects.get(run__name="lexical")
     titles = Evaluation.objects.get(run__name="titles")
     from jobs.models import Job, JobKind, JobState
