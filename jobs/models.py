@@ -23,6 +23,7 @@ class JobKind(models.TextChoices):
     QRELS_EXPORT = "qrels_export", "qrels export"
     JUDGING = "judging", "judging by a model"
     MAPPING_IMPORT = "mapping_import", "unit mapping import"
+    BUNDLE_EXPORT = "bundle_export", "bundle export"
 
 
 class JobState(models.TextChoices):

@@ -32,6 +32,8 @@ ROLE_FOR_KIND: dict[str, str] = {
     JobKind.JUDGING: "evaluator",
     JobKind.MAPPING_IMPORT: "evaluator",
     JobKind.COLLECTION_IMPORT: "admin",
+    # The whole project: every reviewer's notes and name, every decision (judgments.tasks).
+    JobKind.BUNDLE_EXPORT: "admin",
 }
 
 #: The roles that include each role (``judgments.models.ROLE_RANK``, strongest last).

@@ -23,6 +23,7 @@ from .collections import (
     validate_scale,
 )
 from .errors import ImportRefused, InvariantError, JudgmentConflict, VerityError
+from .exports import record_export
 from .import_writes import IMPORT_BATCH_SIZE, PROGRESS_EVERY
 from .imports import ImportReport, import_collection_data
 from .judgments import (
@@ -89,6 +90,7 @@ __all__ = [
     "pool_items",
     "queue_unjudged",
     "record_assessment",
+    "record_export",
     "record_judgment",
     "record_judgment_once",
     "release_expired_leases",

@@ -15,6 +15,7 @@ from .assessments import (
 )
 from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
+from .exports import collection_bundle, snapshot_download
 from .queries import query_detail
 from .review_queue import (
     ReviewScope,
@@ -35,6 +36,7 @@ __all__ = [
     "adjudication_queue",
     "agreement_page",
     "bulk_status",
+    "collection_bundle",
     "collection_detail",
     "home",
     "member_view",
@@ -48,6 +50,7 @@ __all__ = [
     "reviewer_stats_page",
     "snapshot_diff",
     "snapshot_diff_pick",
+    "snapshot_download",
     "snapshot_freeze",
     "snapshot_list",
     "wants_json",
