@@ -29,80 +29,15 @@ from judgments.models import (
     TaskStatus,
 )
 from judgments.services import (
-    adjudicate,
     freeze_snapshot,
     import_collection_data,
     queue_unjudged,
     record_assessment,
-    set_evidence_condition,
     set_membership,
     set_query_status,
-    update_collection_settings,
 )
 from tests.factories import GRADED_SCALE, make_collection, make_item, make_query, make_user
-
-ODD_IDS = ["d/1?x=ü", "日本語-文書", "😀", "%2F..", 'quote"d', "back\\slash", "plain"]
-
-
-@pytest.fixture
-def overlap(db) -> Collection:
-    """Two blind assessors per item, the adjudicate policy at distance 0: a resolved pair,
-    one awaiting adjudication, one decided, one half assessed, one not assessed, one by
-    an imported assessor's name; a no-answer query, an evidence condition, unicode."""
-    ana, ben, cat, boss = (make_user(n) for n in ("ana", "bén", "cat", "boss"))
-    c = make_collection(
-        slug="rt",
-        name="Round trip ✓",
-        unit="chunk",
-        description="Corpus: ünïcode…\nline 2 «quoted»",
-        guidelines="# Héading\n\nGrade *3* when…",
-    )
-    update_collection_settings(
-        collection=c,
-        pool_depth=7,
-        holds_whole_corpus=True,
-        assessors_per_item=2,
-        resolution_policy="adjudicate",
-        adjudicate_distance=0,
-    )
-    for user, role in ((ana, "reviewer"), (ben, "reviewer"), (cat, "reviewer"), (boss, "admin")):
-        set_membership(collection=c, user=user, role=role)
-    items = {
-        i: make_item(c, external_id=i, metadata={"z": 1, "a": [1, {"b": "ü"}]}) for i in ODD_IDS
-    }
-    items["ph"] = make_item(c, external_id="ph", title="", text="", placeholder=True)
-    q1 = make_query(c, external_id="Q/1", text="Wie viel? ÄÖÜ", tags=["t1", "ü"])
-    q2 = make_query(c, external_id="Q-2")
-    q_no = make_query(c, external_id="Q-no", text="nothing answers this")
-    q_ev = make_query(c, external_id="Q-ev")
-    pairs = [(q1, i) for i in ("d/1?x=ü", "日本語-文書", "😀")]
-    pairs += [(q2, i) for i in ('quote"d', "back\\slash", "plain")]
-    queue_unjudged(
-        collection=c,
-        pairs=[(q.pk, items[i].pk, rank) for rank, (q, i) in enumerate(pairs, 1)],
-        source="run bm25",
-    )
-
-    def assess(q, i, grade, who, note=""):
-        return record_assessment(
-            query=q, item=items[i], grade=grade, assessor=who, note=note, source="ui"
-        )
-
-    assess(q1, "d/1?x=ü", 3, ana, note="ünï note")
-    assess(q1, "d/1?x=ü", 3, ben)  # agree: resolved 3
-    assess(q1, "日本語-文書", 0, ana)
-    assess(q1, "日本語-文書", 2, ben)  # disagree: awaits adjudication
-    assess(q1, "😀", 1, ana)
-    assess(q1, "😀", 3, ben)
-    task = AdjudicationTask.objects.get(query=q1, item=items["😀"])
-    adjudicate(task=task, grade=2, by=boss)  # decided
-    assess(q2, 'quote"d', 2, ana)  # half assessed: one slot open
-    record_assessment(query=q2, item=items["plain"], grade=0, assessor=None, assessor_name="ext Ω")
-    assess(q2, "plain", 0, cat)  # resolved 0
-    set_query_status(query=q1, status=QueryStatus.RELEVANT, by=boss)
-    set_query_status(query=q_no, status=QueryStatus.NO_ANSWER, by=boss)
-    set_evidence_condition(query=q_ev, groups=[["d/1?x=ü", "😀"], ["plain"]], by=boss)
-    return c
+from tests.judgments.conftest import ODD_IDS
 
 
 def export(run_command, slug: str, *args: str) -> bytes:
@@ -113,8 +48,8 @@ def move_aside(slug: str) -> None:
     Collection.objects.filter(slug=slug).update(slug=f"{slug}-moved")
 
 
-def test_several_assessors_round_trip_bytes_and_hash(overlap, run_command, write_file):
-    c = overlap
+def test_several_assessors_round_trip_bytes_and_hash(rt_world, run_command, write_file):
+    c = rt_world
     v1, _ = freeze_snapshot(collection=c, by=None)
     first = export(run_command, "rt")
     path = write_file("rt.jsonl", first)
@@ -144,7 +79,7 @@ def test_several_assessors_round_trip_bytes_and_hash(overlap, run_command, write
     )
 
 
-def test_the_collection_line_carries_every_setting(overlap, run_command):
+def test_the_collection_line_carries_every_setting(rt_world, run_command):
     line = json.loads(export(run_command, "rt").split(b"\n", 1)[0])
     assert line == {
         "type": "collection",
@@ -165,7 +100,7 @@ def test_the_collection_line_carries_every_setting(overlap, run_command):
     }
 
 
-def test_bundle_lines_name_assessors_and_deciders(overlap, run_command):
+def test_bundle_lines_name_assessors_and_deciders(rt_world, run_command):
     records = [json.loads(line) for line in export(run_command, "rt").splitlines()]
     assessments = [
         (r["query"], r["item"], r["assessor"], r["grade"])
@@ -183,8 +118,8 @@ def test_bundle_lines_name_assessors_and_deciders(overlap, run_command):
     assert labels == [("plain", 0), ("d/1?x=ü", 3), ("😀", 2)]  # Q-2 < Q/1 by code point
 
 
-def test_a_snapshot_bundle_freezes_to_that_snapshots_hash(overlap, run_command, write_file):
-    c = overlap
+def test_a_snapshot_bundle_freezes_to_that_snapshots_hash(rt_world, run_command, write_file):
+    c = rt_world
     v1, _ = freeze_snapshot(collection=c, by=None)
     ben = c.members.get(user__username="bén").user
     record_assessment(
@@ -233,7 +168,7 @@ def test_single_assessor_collection_with_unicode_round_trips(db, run_command, wr
     assert (judgment.reviewer_id, judgment.reviewer_name) == (None, "ana")
 
 
-def test_members_named_by_the_bundle_get_their_assessments(overlap, run_command, write_file):
+def test_members_named_by_the_bundle_get_their_assessments(rt_world, run_command, write_file):
     """Make the people members first (as load_demo does): their assessments are theirs."""
     first = export(run_command, "rt")
     move_aside("rt")
@@ -251,7 +186,7 @@ def test_members_named_by_the_bundle_get_their_assessments(overlap, run_command,
     assert export(run_command, "rt") == first  # named the same either way
 
 
-def test_importing_the_same_bundle_again_changes_nothing(overlap, run_command, write_file):
+def test_importing_the_same_bundle_again_changes_nothing(rt_world, run_command, write_file):
     first = export(run_command, "rt")
     path = write_file("rt.jsonl", first)
     move_aside("rt")
@@ -283,7 +218,7 @@ BAD = [
 
 @pytest.mark.parametrize(("record", "message"), BAD)
 def test_bad_adjudication_lines_are_refused_with_file_and_line(
-    overlap, run_command, write_file, row_counts, record, message
+    rt_world, run_command, write_file, row_counts, record, message
 ):
     head = export(run_command, "rt").split(b"\n", 1)[0].decode()
     head = json.dumps({**json.loads(head), "slug": "fresh"}, ensure_ascii=False)
@@ -313,7 +248,7 @@ def test_a_newer_format_and_a_missing_judge_are_refused(db, run_command, write_f
     assert not Collection.objects.filter(slug="x").exists()
 
 
-def test_an_existing_collection_with_other_settings_is_refused(overlap, run_command, write_file):
+def test_an_existing_collection_with_other_settings_is_refused(rt_world, run_command, write_file):
     head = json.loads(export(run_command, "rt").split(b"\n", 1)[0])
     with pytest.raises(CommandError, match=r"assessors_per_item 2 \(this file: 3\)"):
         run_command(
@@ -326,9 +261,9 @@ def test_an_existing_collection_with_other_settings_is_refused(overlap, run_comm
     run_command("import_collection", write_file("old.jsonl", json.dumps(old) + "\n"))
 
 
-def test_a_snapshot_with_model_labels_is_not_exported_as_a_bundle(overlap, run_command):
+def test_a_snapshot_with_model_labels_is_not_exported_as_a_bundle(rt_world, run_command):
     Snapshot.objects.create(
-        collection=overlap,
+        collection=rt_world,
         number=1,
         content_hash="0" * 64,
         scale=GRADED_SCALE,
