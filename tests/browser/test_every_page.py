@@ -29,6 +29,7 @@ from django.urls import get_resolver, reverse
 
 from judgments.models import Collection, Role
 from judgments.services import (
+    freeze_snapshot,
     queue_unjudged,
     record_assessment,
     set_membership,
@@ -46,7 +47,8 @@ ROLES = ("reviewer", "evaluator", "admin")
 NOT_PAGES = re.compile(
     r"(^api|api-|:api|healthz|logout|password_reset|password_change|login|admin:|"
     r"-claim$|-judge$|-skip$|-undo$|-settle$|-decide$|-freeze$|bulk-status|-score$|"
-    r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick)"
+    r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick|-download$|"
+    r"collection-bundle)"
 )
 #: The elements that stick out of the viewport, outside any scrolling region: what to fix.
 WIDEST = """() => {
@@ -110,6 +112,8 @@ def page_urls(demo: dict[str, Any]) -> list[str]:
         "/c/pairs/agreement/",
         "/c/pairs/review/",
         "/c/pairs/q/A/",
+        "/c/pairs/snapshots/",  # per-assessor downloads of v1
+        f"/jobs/{demo['bundle_job']}/",  # a bundle export, done: its download link
         "/no/such/page/",
     ]
     return urls
@@ -141,6 +145,7 @@ def demo(settings, job_dir) -> dict[str, Any]:
     )
     for username, grade in (("evaluator", 0), ("admin", 3)):
         record_assessment(query=query, item=items[0], grade=grade, assessor=users[username])
+    freeze_snapshot(collection=pairs, by=None)
     lexical = Evaluation.objects.get(run__name="lexical")
     titles = Evaluation.objects.get(run__name="titles")
     from jobs.models import Job, JobKind, JobState
@@ -154,12 +159,39 @@ def demo(settings, job_dir) -> dict[str, Any]:
         task_path="judgments.tasks.freeze_task",
         error="the database refused the freeze (a test)",
     )
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import storages
+
+    stored = storages["jobs"].save(
+        "outputs/demo/demo-handbook.bundle.jsonl",
+        ContentFile(run_command_output("export_collection", "demo-handbook")),
+    )
+    bundle_job = Job.objects.create(
+        kind=JobKind.BUNDLE_EXPORT,
+        state=JobState.DONE,
+        collection=Collection.objects.get(slug="demo-handbook"),
+        created_by=users["admin"],
+        label="Export demo-handbook (live) as a bundle",
+        task_path="judgments.tasks.bundle_export_task",
+        result={
+            "summary": "Wrote demo-handbook.bundle.jsonl: 1,825 lines.",
+            "file": stored,
+            "download_name": "demo-handbook.bundle.jsonl",
+        },
+    )
     return {
         "users": users,
         "job": job.pk,
+        "bundle_job": bundle_job.pk,
         "evaluation": Evaluation.objects.filter(run__name="pipeline").order_by("pk").last().pk,
         "pair": (lexical.pk, titles.pk),
     }
+
+
+def run_command_output(*args: str) -> bytes:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().encode("utf-8")
 
 
 def settle(page: Any, condition: str, *, tries: int = 50) -> bool:
