@@ -171,6 +171,7 @@ class _Duplicates:
         self.queries: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.adjudications: dict[tuple[str, str], int] = {}
+        self.others: dict[str, dict[str, int]] = {}
         self.pairs: dict[tuple[str, ...], tuple[int, int]] = {}
 
     def _once(self, seen: dict[str, int], key: str, where: Where, what: str) -> bool:
@@ -190,6 +191,10 @@ class _Duplicates:
 
     def status(self, key: str, where: Where) -> bool:
         return self._once(self.statuses, key, where, "status for query")
+
+    def once(self, what: str, key: str, where: Where) -> bool:
+        """Any other record kind whose ``key`` appears once (runs, ranked lists)."""
+        return self._once(self.others.setdefault(what, {}), key, where, what)
 
     def adjudication(self, query: str, item: str, where: Where) -> bool:
         """One adjudication per pair (the task is one per pair)."""

@@ -44,6 +44,7 @@ from verity_limits import (
     NAME_MAX,
     NOTE_MAX,
     SLUG_MAX,
+    STAGE_MAX,
     URL_MAX,
     JsonLineError,
     parse_json_line,
@@ -76,6 +77,8 @@ from .records import (
     JudgmentRecord,
     Problem,
     QueryRecord,
+    RankingRecord,
+    RunRecord,
     StatusRecord,
     UnjudgedRecord,
     Where,
@@ -83,6 +86,28 @@ from .records import (
 from .trec import parse_topics
 
 _GRADE = _integer(low=GRADE_MIN, high=GRADE_MAX)  # the scale check is the service's
+
+
+def _stages(key: str, value: Any) -> list[str]:
+    """A run's stage names, in order: distinct, non-empty."""
+    if not isinstance(value, list) or not value:
+        raise _Bad(f"'{key}' must be a non-empty list of stage names, e.g. [\"default\"]")
+    names = [_text(required=True, max_length=STAGE_MAX)(key, v) for v in value]
+    if len(set(names)) != len(names):
+        raise _Bad(f"'{key}' names a stage twice; each stage once")
+    return names
+
+
+def _ids(key: str, value: Any) -> list[str]:
+    """A ranked list: item ids, each once."""
+    if not isinstance(value, list):
+        raise _Bad(f"'{key}' must be a list of item ids")
+    ids = [check_id(key, v) for v in value]
+    if len(set(ids)) != len(ids):
+        raise _Bad(f"'{key}' names an item twice; a ranked list holds each item once")
+    return ids
+
+
 _ID = check_id
 
 # type → {key: (check, required, default)}; a callable default makes a fresh value.
@@ -145,6 +170,24 @@ _SPECS: dict[str, _Spec] = {
     "status": {
         "query": (_ID, True, None),
         "status": (_text(), True, None),
+    },
+    "run": {
+        "name": (_text(required=True, max_length=SLUG_MAX), True, None),
+        "description": (_text(), False, ""),
+        "source_filename": (_text(max_length=500), False, ""),
+        "source_sha256": (_text(max_length=64), False, ""),
+        "source_format": (_text(max_length=8), False, ""),
+        "order_rule": (_text(required=True, max_length=8), False, "score"),
+        "dedup_policy": (_text(required=True, max_length=8), False, "error"),
+        "duplicates_dropped": (_integer(low=0, high=INT32_MAX), False, 0),
+        "stages": (_stages, True, None),
+    },
+    "ranking": {
+        "run": (_text(required=True, max_length=SLUG_MAX), True, None),
+        "stage": (_text(required=True, max_length=STAGE_MAX), True, None),
+        "query": (_ID, True, None),
+        "items": (_ids, True, None),
+        "abstained": (_boolean, False, False),
     },
 }
 
@@ -228,7 +271,16 @@ def _decode(text: str) -> dict[str, Any]:
 
 
 _ROLES = {
-    "bundle": ("collection", "item", "query", "judgment", "adjudication", "unjudged"),
+    "bundle": (
+        "collection",
+        "item",
+        "query",
+        "judgment",
+        "adjudication",
+        "unjudged",
+        "run",
+        "ranking",
+    ),
     "items": ("item",),
     "queries": ("query",),
     "judgments": ("judgment", "unjudged", "status"),
@@ -240,6 +292,8 @@ _WHERE_TYPE_BELONGS = {
     "judgment": "a bundle or a --judgments file",
     "unjudged": "a bundle or a --judgments file",
     "adjudication": "a bundle",
+    "run": "a bundle",
+    "ranking": "a bundle",
     "status": "a --judgments file",
 }
 
@@ -308,6 +362,13 @@ def _add_record(
     elif kind == "adjudication":
         if dups.adjudication(f["query"], f["item"], where):
             bundle.adjudications.append(AdjudicationRecord(where=where, **f))
+    elif kind == "run":
+        if dups.once("run", f["name"], where):
+            bundle.runs.append(RunRecord(where=where, **f))
+    elif kind == "ranking":
+        key = f"{f['run']}' stage '{f['stage']}' query '{f['query']}"
+        if dups.once("ranked list of run", key, where):
+            bundle.rankings.append(RankingRecord(where=where, **f))
     elif kind == "status" and dups.status(f["query"], where):
         bundle.statuses.append(StatusRecord(where=where, **f))
 

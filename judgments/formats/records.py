@@ -149,6 +149,35 @@ class AdjudicationRecord:
 
 
 @dataclass(frozen=True)
+class RunRecord:
+    """A stored run (``export_collection --runs``): what it is, its stages in order; its
+    ranked lists are ``RankingRecord``s."""
+
+    where: Where
+    name: str
+    stages: list[str]
+    description: str = ""
+    source_filename: str = ""
+    source_sha256: str = ""
+    source_format: str = ""
+    order_rule: str = "score"
+    dedup_policy: str = "error"
+    duplicates_dropped: int = 0
+
+
+@dataclass(frozen=True)
+class RankingRecord:
+    """One stage's ranked list for one query: ordered, distinct item ids."""
+
+    where: Where
+    run: str
+    stage: str
+    query: str
+    items: list[str]
+    abstained: bool = False
+
+
+@dataclass(frozen=True)
 class StatusRecord:
     where: Where
     query: str
@@ -166,6 +195,8 @@ class Bundle:
     unjudged: list[UnjudgedRecord] = field(default_factory=list)
     statuses: list[StatusRecord] = field(default_factory=list)
     adjudications: list[AdjudicationRecord] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
+    rankings: list[RankingRecord] = field(default_factory=list)
 
     def credit_to(self, assessor: str) -> None:
         """Make every judgment of this bundle ``assessor``'s assessment (``--assessor``)."""
@@ -180,3 +211,5 @@ class Bundle:
         self.unjudged += other.unjudged
         self.statuses += other.statuses
         self.adjudications += other.adjudications
+        self.runs += other.runs
+        self.rankings += other.rankings

@@ -138,6 +138,37 @@ def bundle_lines(bundle: Bundle) -> Iterator[str]:
                 "rank": u.rank,
             }
         )
+    positions: dict[tuple[str, str], int] = {}
+    for r in sorted(bundle.runs, key=lambda r: r.name):
+        positions.update(((r.name, stage), n) for n, stage in enumerate(r.stages))
+        yield _line(
+            {
+                "type": "run",
+                "name": r.name,
+                "description": r.description,
+                "source_filename": r.source_filename,
+                "source_sha256": r.source_sha256,
+                "source_format": r.source_format,
+                "order_rule": r.order_rule,
+                "dedup_policy": r.dedup_policy,
+                "duplicates_dropped": r.duplicates_dropped,
+                "stages": list(r.stages),
+            }
+        )
+    for k in sorted(
+        bundle.rankings,
+        key=lambda k: (k.run, positions.get((k.run, k.stage), len(positions)), k.stage, k.query),
+    ):
+        yield _line(
+            {
+                "type": "ranking",
+                "run": k.run,
+                "stage": k.stage,
+                "query": k.query,
+                "items": list(k.items),
+                "abstained": k.abstained,
+            }
+        )
 
 
 def dumps_trec_qrels(

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
+from ..extensions import bundle_runs
 from ..formats import (
     AdjudicationRecord,
     Bundle,
@@ -184,16 +185,23 @@ def bundle_of(collection: Collection) -> Bundle:
 
 
 def collection_bundle_lines(
-    collection: Collection, *, snapshot: Snapshot | None = None
+    collection: Collection, *, snapshot: Snapshot | None = None, runs: bool = False
 ) -> Iterator[str]:
     """The bundle's lines (``formats.bundle_lines``): the live collection, or what
-    ``snapshot`` holds. Raises ``SnapshotNotExportable`` before the first line."""
+    ``snapshot`` holds; with ``runs``, the collection's runs too (the scoring app's, by
+    the ``bundle_runs`` hook). Raises ``SnapshotNotExportable`` before the first line."""
     bundle = snapshot_bundle_of(snapshot) if snapshot is not None else bundle_of(collection)
+    if runs:
+        source = bundle_runs()
+        if source is None:
+            raise SnapshotNotExportable("no app stores runs here (add 'scoring')")
+        bundle.runs, bundle.rankings = source.records(collection)
     return bundle_lines(bundle)
 
 
 class SnapshotNotExportable(ValueError):
-    """A snapshot holds what a bundle cannot carry (model judges' labels)."""
+    """A bundle cannot carry what was asked (a snapshot's model judges' labels; runs
+    where no app stores them)."""
 
 
 def snapshot_bundle_of(snapshot: Snapshot) -> Bundle:

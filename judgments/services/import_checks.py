@@ -51,6 +51,7 @@ class ImportReport:
     assessments_created: int = 0
     adjudications_created: int = 0
     adjudications_skipped: int = 0
+    runs_created: int = 0
     statuses_set: dict[str, int] = field(default_factory=dict)
     unreviewed_with_relevant: int = 0
     unjudged_pairs: int = 0

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
+from ..extensions import bundle_runs
 from ..formats import Bundle, CollectionRecord, Problem, Where
 from ..locks import lock_collection
 from ..models import Assessment, Collection, Item, Judgment, JudgmentChange, Query, ReviewTask
@@ -164,9 +165,10 @@ def import_collection_data(
     whoever it likes; names keep every label attributable, and the snapshot hash,
     which names assessors by name, is the same either way. Make the people members
     first (``load_demo`` does) to have their labels count as theirs (in the blind
-    queue, for example). A ``QueryStatusChange`` per status set. Imported judgments
-    complete their pairs' review tasks; unjudged records (qrels grade -1) are queued
-    through ``queue_unjudged``.
+    queue, for example). A ``QueryStatusChange`` per status set. Run records (the
+    scoring app's, by the ``bundle_runs`` hook) are stored as they were, not pooled.
+    Imported judgments complete their pairs' review tasks; unjudged records (qrels grade
+    -1) are queued through ``queue_unjudged``.
     """
     collection, created = _import_target(data.collection, collection_slug, create=create)
     plan = _ImportPlan(
@@ -177,6 +179,13 @@ def import_collection_data(
         by=by,
     )
     plan.check()
+    runs = bundle_runs() if data.runs or data.rankings else None
+    if data.runs or data.rankings:
+        if runs is None:
+            first = (data.runs or data.rankings)[0].where
+            plan.problems.append(Problem(first, "runs need the scoring app, which is not here"))
+        else:
+            plan.problems += runs.check(collection, data.runs, data.rankings)
     if plan.problems:
         raise ImportRefused(plan.problems)
     try:
@@ -186,6 +195,8 @@ def import_collection_data(
             f"the collection changed while importing ({e}); nothing was imported, run the "
             "import again"
         ) from None
+    if runs is not None:
+        report.runs_created = runs.write(collection, data.runs, data.rankings, by)
     report.collection_created = created
     analyze_after_commit(
         Item,

@@ -276,3 +276,47 @@ def test_a_snapshot_with_model_labels_is_not_exported_as_a_bundle(rt_world, run_
     )
     with pytest.raises(CommandError, match="holds 1 labels made by model judges"):
         run_command("export_collection", "rt", "--snapshot", "1")
+
+
+def test_runs_come_along_with_runs_and_are_not_pooled_again(db, run_command, write_file):
+    from scoring.models import RankedList, Run
+    from tests.judgments.conftest import RECALL_EXAMPLE
+
+    run_command("import_collection", RECALL_EXAMPLE / "bundle.jsonl")
+    run_command("import_run", "recall-example", RECALL_EXAMPLE / "run.trec", "--name", "founding")
+    v1, _ = freeze_snapshot(collection=Collection.objects.get(slug="recall-example"), by=None)
+    first = export(run_command, "recall-example", "--runs")
+    tasks_before = ReviewTask.objects.count()
+    move_aside("recall-example")
+
+    out, _ = run_command("import_collection", write_file("r.jsonl", first))
+
+    assert "runs: 1 stored as they were" in out
+    assert export(run_command, "recall-example", "--runs") == first
+    copy = Collection.objects.get(slug="recall-example")
+    assert freeze_snapshot(collection=copy, by=None)[0].content_hash == v1.content_hash
+    assert ReviewTask.objects.count() == 2 * tasks_before  # the same tasks, no new ones
+    lists = dict(
+        RankedList.objects.filter(stage__run__collection=copy).values_list("query_id", "items")
+    )
+    original = dict(
+        RankedList.objects.filter(stage__run__collection__slug="recall-example-moved").values_list(
+            "query_id", "items"
+        )
+    )
+    assert lists == original and len(lists) == 3
+    assert Run.objects.get(collection=copy).name == "founding"
+    records = [json.loads(line) for line in first.splitlines()]
+    assert [r["type"] for r in records[-4:]] == ["run", "ranking", "ranking", "ranking"]
+
+
+def test_a_ranking_of_no_run_is_refused(db, run_command, write_file, row_counts):
+    head = {"type": "collection", "slug": "x", "scale": GRADED_SCALE, "relevant_grade": 2}
+    ranking = {"type": "ranking", "run": "bm25", "stage": "default", "query": "q", "items": []}
+    before = row_counts()
+    with pytest.raises(CommandError, match=r"x\.jsonl, line 2: no run record names run 'bm25'"):
+        run_command(
+            "import_collection",
+            write_file("x.jsonl", json.dumps(head) + "\n" + json.dumps(ranking) + "\n"),
+        )
+    assert row_counts() == before

@@ -1,13 +1,13 @@
 """Export a whole collection as one JSONL bundle that ``import_collection`` reads back.
 
-    manage.py export_collection SLUG [--snapshot N] [-o FILE]
+    manage.py export_collection SLUG [--snapshot N] [--runs] [-o FILE]
 
 The bundle (format in docs/BUNDLES.md) holds the collection line with every setting,
 the items, the queries with their review status and evidence condition, the labels with
 their reviewers, every assessment with its assessor's name, the adjudication tasks (open,
-or decided: grade, who, when), and the unjudged markers. Runs are not part of a bundle
-(yet): move each with ``import_run``. Importing it into an empty database and exporting
-again gives the same bytes; freezing both gives the same snapshot hash.
+or decided: grade, who, when), the unjudged markers and, with ``--runs``, the runs (each
+stage's ranked lists). Importing it into an empty database and exporting again gives the
+same bytes; freezing both gives the same snapshot hash.
 
 With ``--snapshot N`` it is what version N holds instead of the live labels: importing
 that bundle and freezing gives version N's hash.
@@ -27,8 +27,8 @@ from judgments.selectors import SnapshotNotExportable, collection_bundle_lines
 class Command(BaseCommand):
     help = (
         "Export a collection (or one snapshot of it) as a JSONL bundle: every setting, "
-        "items, queries, labels, assessments, adjudications, unjudged markers. "
-        "import_collection reads it back."
+        "items, queries, labels, assessments, adjudications, unjudged markers, optionally "
+        "runs. import_collection reads it back."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -40,6 +40,9 @@ class Command(BaseCommand):
             help="export what frozen snapshot vN holds instead of the live labels",
         )
         parser.add_argument(
+            "--runs", action="store_true", help="add the collection's runs (run, ranking lines)"
+        )
+        parser.add_argument(
             "-o", "--output", metavar="FILE", help="write here instead of standard output"
         )
 
@@ -47,7 +50,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         collection, snapshot = collection_and_snapshot(options["slug"], options["snapshot"])
         try:
-            lines = collection_bundle_lines(collection, snapshot=snapshot)
+            lines = collection_bundle_lines(collection, snapshot=snapshot, runs=options["runs"])
         except SnapshotNotExportable as e:
             raise CommandError(str(e)) from None
         if not options["output"]:

@@ -180,6 +180,8 @@ class Command(BaseCommand):
                 f"  adjudications: {r.adjudications_created} created, "
                 f"{r.adjudications_skipped} already there"
             )
+        if r.runs_created:
+            lines.append(f"  runs: {r.runs_created} stored as they were (not pooled again)")
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses_set.items()))
         lines.append(f"  statuses set: {statuses or 'none'}")
         if options["set_status"]:
