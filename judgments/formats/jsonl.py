@@ -18,6 +18,8 @@ the collection record first (format 2 adds ``format_version`` and the settings f
     {"type": "adjudication", "query": ..., "item": ..., "status": "decided", "grade": 2,
      "decided_by": ..., "decided_at": "2026-12-04T18:00:00+00:00", "reason": ...}
     {"type": "unjudged", "query": ..., "item": ..., "source": "qrels -1", "rank": null}
+    {"type": "run", "name": ..., "stages": ["default"], ...}   (export_collection --runs)
+    {"type": "ranking", "run": ..., "stage": ..., "query": ..., "items": [...]}
 
 A judgment record with an ``"assessor"`` (a name) is that assessor's assessment of the
 pair, not its resolved label: a pair may have one per assessor, and the collection's
