@@ -22,6 +22,7 @@ from ..models import (
     ReviewTask,
     TaskStatus,
 )
+from ..resolution import resolve
 from .assessments import complete_slot, resolve_pair
 from .import_checks import ImportReport, _chunks, _ImportChecks, parse_time
 from .queue import queue_unjudged
@@ -102,6 +103,7 @@ class _ImportPlan(_ImportChecks):
         report.evidence_set = len(evidence)
 
         judgments, history = [], []
+        by_policy = self._labels_the_policy_gives()
         for r in self.new_judgments:
             query, item = self.queries[r.query], self.items[r.item]
             # A member named by the record stays its reviewer; anyone else is a name.
@@ -126,7 +128,11 @@ class _ImportPlan(_ImportChecks):
                     new_note=r.note,
                     version=1,
                     changed_by=by,  # who imported it, whoever the record names
-                    source=ChangeSource.IMPORT,
+                    # As in the source: a label the policy gives stays open to resolving
+                    # again when an assessment changes; any other was set by a person.
+                    source=ChangeSource.RESOLUTION
+                    if (r.query, r.item) in by_policy
+                    else ChangeSource.IMPORT,
                 )
             )
         self._bulk_create(Judgment, judgments, "judgments", progress)
@@ -161,6 +167,28 @@ class _ImportPlan(_ImportChecks):
         self._write_assessments(progress)
         self._write_adjudications()
         return report
+
+    def _labels_the_policy_gives(self) -> set[tuple[str, str]]:
+        """The labels of this import that its assessments resolve to by the collection's
+        policy (several assessors per item, all assessments given, no adjudication):
+        recorded as resolved, not as set by hand (``assessment_settled``)."""
+        c = self.c
+        if not c.has_overlap or not self.new_assessments:
+            return set()
+        grades: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for r in self.data.judgments:
+            if r.assessor is not None:
+                grades[(r.query, r.item)].append(r.grade)
+        adjudicated = {(r.query, r.item) for r in self.data.adjudications}
+        found = set()
+        for r in self.new_judgments:
+            pair = (r.query, r.item)
+            mine = grades.get(pair, [])
+            if len(mine) < c.assessors_per_item or pair in adjudicated:
+                continue
+            if resolve(c.resolution_policy, mine, distance=c.adjudicate_distance) == r.grade:
+                found.add(pair)
+        return found
 
     def _write_assessments(self, progress: Callable[[str], None] | None) -> None:
         """Imported assessors' assessments (records with an ``assessor``): each with its

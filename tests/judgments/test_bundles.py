@@ -23,6 +23,7 @@ from judgments.models import (
     Assessment,
     Collection,
     Judgment,
+    JudgmentChange,
     QueryStatus,
     ReviewTask,
     Snapshot,
@@ -73,6 +74,13 @@ def test_several_assessors_round_trip_bytes_and_hash(rt_world, run_command, writ
         original.decided_at,
     )
     assert AdjudicationTask.objects.filter(collection=copy, status="open").count() == 1
+    # labels the policy gives stay "resolved" (open to resolving again), as in the source
+    sources = dict(
+        JudgmentChange.objects.filter(query__collection=copy).values_list(
+            "item__external_id", "source"
+        )
+    )
+    assert sources == {"d/1?x=ü": "resolution", "plain": "resolution", "😀": "import"}
     open_slots = ReviewTask.objects.filter(collection=copy).exclude(status=TaskStatus.DONE)
     assert sorted(open_slots.values_list("item__external_id", flat=True)) == sorted(
         ['quote"d', "back\\slash", "back\\slash"]
