@@ -250,7 +250,10 @@ def test_a_newer_format_and_a_missing_judge_are_refused(db, run_command, write_f
     }
     with pytest.raises(CommandError, match=r"x.jsonl, line 1: bundle format 3 is newer"):
         run_command("import_collection", write_file("x.jsonl", json.dumps(line) + "\n"))
-    line = {**line, "format_version": 2, "model_labels": "gpt-judge"}
+    line = {**line, "format_version": 2, "resolution_policy": "loudest"}
+    with pytest.raises(CommandError, match=r"x\.jsonl, line 1: resolution policy 'loudest'"):
+        run_command("import_collection", write_file("x.jsonl", json.dumps(line) + "\n"))
+    line = {**line, "resolution_policy": "median", "model_labels": "gpt-judge"}
     with pytest.raises(CommandError, match="a bundle carries no judges"):
         run_command("import_collection", write_file("x.jsonl", json.dumps(line) + "\n"))
     assert not Collection.objects.filter(slug="x").exists()
