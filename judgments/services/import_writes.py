@@ -229,8 +229,18 @@ class _ImportPlan(_ImportChecks):
         self._bulk_create(Assessment, rows, "assessments", progress)
         self._bulk_create(AssessmentChange, history, "assessment history", progress)
         self.report.assessments_created = len(rows)
+        # One slot per assessment, of the pairs that have open slots (read at once: most
+        # imported pairs have none, and asking pair by pair cost seconds per thousand).
+        waiting: set[tuple[int, int]] = set()
+        for chunk in _chunks(sorted({a.query.pk for a in rows})):
+            waiting.update(
+                ReviewTask.objects.filter(query_id__in=chunk)
+                .exclude(status=TaskStatus.DONE)
+                .values_list("query_id", "item_id")
+            )
         for a in rows:
-            complete_slot(query=a.query, item=a.item, assessor=None, task=None)
+            if (a.query.pk, a.item.pk) in waiting:
+                complete_slot(query=a.query, item=a.item, assessor=None, task=None)
         given = {(r.query, r.item) for r in self.data.judgments if r.assessor is None}
         given |= {(r.query, r.item) for r in self.data.adjudications}
         pairs = sorted({(a.query.pk, a.item.pk): (a.query, a.item) for a in rows}.items())
