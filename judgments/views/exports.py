@@ -78,7 +78,7 @@ def snapshot_download(request: HttpRequest, collection: Collection, number: int)
             role=Role.EVALUATOR,
         )
     assessor = None
-    if what.startswith("assessor:"):
+    if what.startswith("assessor:") and what != "assessor:":
         assessor = what.removeprefix("assessor:")
         fmt, with_unjudged = "trec", False
     elif what in QRELS_CHOICES:
