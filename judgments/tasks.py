@@ -21,6 +21,7 @@ from jobs.runner import complete, run_job
 from jobs.services import JobFailed, create_job
 
 from . import formats
+from .extensions import bundle_runs
 from .models import Collection, Snapshot
 from .selectors import (
     SnapshotNotExportable,
@@ -287,11 +288,17 @@ def qrels_export_task(job_id: int) -> dict[str, Any]:
 
 
 def start_bundle_export(
-    *, collection: Collection, snapshot: Snapshot | None = None, by: Any = None, request: Any = None
+    *,
+    collection: Collection,
+    snapshot: Snapshot | None = None,
+    runs: bool = False,
+    by: Any = None,
+    request: Any = None,
 ) -> Job:
-    """Queue writing the collection's JSONL bundle (live, or what ``snapshot`` holds) to
-    a file its author then downloads, and record the ``export.bundle`` audit row with it.
-    Refused (``SnapshotNotExportable``) for a snapshot that holds model labels."""
+    """Queue writing the collection's JSONL bundle (live, or what ``snapshot`` holds;
+    with ``runs``, its runs too) to a file its author then downloads, and record the
+    ``export.bundle`` audit row with it. Refused (``SnapshotNotExportable``) for a
+    snapshot that holds model labels."""
     if snapshot is not None and snapshot.model_labels:
         collection_bundle_lines(collection, snapshot=snapshot)  # raises, saying why
     what = f"v{snapshot.number}" if snapshot is not None else "live"
@@ -301,16 +308,17 @@ def start_bundle_export(
             by=by,
             collection=collection,
             target=what,
-            detail={"snapshot": snapshot.number if snapshot is not None else None},
+            detail={"snapshot": snapshot.number if snapshot is not None else None, "runs": runs},
             request=request,
         )
         return create_job(
             kind=JobKind.BUNDLE_EXPORT,
             task=bundle_export_task,
-            label=f"Export {collection.slug} ({what}) as a bundle",
+            label=f"Export {collection.slug} ({what}{', with its runs' if runs else ''}) "
+            "as a bundle",
             collection=collection,
             by=by,
-            params={"snapshot": snapshot.number if snapshot is not None else None},
+            params={"snapshot": snapshot.number if snapshot is not None else None, "runs": runs},
         )
 
 
@@ -329,9 +337,15 @@ def _export_bundle(job: Job, progress: JobProgress) -> dict[str, Any]:
         bundle = bundle_of(collection) if snapshot is None else snapshot_bundle_of(snapshot)
     except SnapshotNotExportable as exc:
         raise JobFailed(str(exc)) from None
+    if job.params.get("runs"):
+        source = bundle_runs()
+        if source is None:
+            raise JobFailed("no app stores runs here (add 'scoring' to INSTALLED_APPS)")
+        bundle.runs, bundle.rankings = source.records(collection)
     progress.advance(1)
     parts = (bundle.items, bundle.queries, bundle.judgments, bundle.adjudications)
     total = 1 + sum(map(len, parts)) + len(bundle.unjudged)
+    total += len(bundle.runs) + len(bundle.rankings)
     progress.phase("writing the bundle", total)
     with writing_output(job, name) as out:
         for n, line in enumerate(formats.bundle_lines(bundle), 1):

@@ -127,12 +127,12 @@ def snapshot_download(request: HttpRequest, collection: Collection, number: int)
 @require_POST
 @member_view()
 def collection_bundle(request: HttpRequest, collection: Collection) -> HttpResponse:
-    """Export the live collection as a bundle: a job (admins)."""
-    return _bundle(request, collection, None)
+    """Export the live collection as a bundle, with its runs if asked: a job (admins)."""
+    return _bundle(request, collection, None, runs=request.POST.get("runs") == "1")
 
 
 def _bundle(
-    request: HttpRequest, collection: Collection, snapshot: Snapshot | None
+    request: HttpRequest, collection: Collection, snapshot: Snapshot | None, *, runs: bool = False
 ) -> HttpResponse:
     if not may(request.user, collection, Role.ADMIN):
         raise RoleRequired(
@@ -140,7 +140,7 @@ def _bundle(
         )
     try:
         job = start_bundle_export(
-            collection=collection, snapshot=snapshot, by=request.user, request=request
+            collection=collection, snapshot=snapshot, runs=runs, by=request.user, request=request
         )
     except SnapshotNotExportable as exc:
         messages.error(request, f"Nothing exported: {exc}.")

@@ -177,3 +177,24 @@ def test_a_removed_admin_cannot_fetch_the_bundle_any_more(v1, jobs_inline):
     job = Job.objects.get(kind=JobKind.BUNDLE_EXPORT)
     set_membership(collection=c, user=job.created_by, role="evaluator")
     assert client.get(reverse("jobs-api:job-file", args=[job.pk])).status_code == 404
+
+
+def test_the_collection_page_bundle_can_carry_the_runs(db, jobs_inline, run_command):
+    from tests.judgments.conftest import RECALL_EXAMPLE
+
+    run_command("import_collection", RECALL_EXAMPLE / "bundle.jsonl")
+    run_command("import_run", "recall-example", RECALL_EXAMPLE / "run.trec", "--name", "founding")
+    c = Collection.objects.get(slug="recall-example")
+    client = client_as(c, "adm", "admin")
+    page = client.get(reverse("judgments:collection", args=[c.slug])).content.decode()
+    assert 'name="runs"' in page
+    with jobs_inline():
+        client.post(reverse("judgments:collection-bundle", args=[c.slug]), {"runs": "1"})
+    job = Job.objects.get(kind=JobKind.BUNDLE_EXPORT)
+    job.refresh_from_db()
+    assert job.state == JobState.DONE, job.error
+    file = client.get(reverse("jobs-api:job-file", args=[job.pk]))
+    expected = run_command("export_collection", "recall-example", "--runs")[0].encode()
+    assert b"".join(file.streaming_content) == expected
+    assert b'"type": "run"' in expected
+    assert AuditEvent.objects.get(action="export.bundle").detail == {"snapshot": None, "runs": True}
