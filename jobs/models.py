@@ -24,6 +24,7 @@ class JobKind(models.TextChoices):
     JUDGING = "judging", "judging by a model"
     MAPPING_IMPORT = "mapping_import", "unit mapping import"
     COLLECTION_CREATE = "collection_create", "collection creation"
+    BUNDLE_EXPORT = "bundle_export", "bundle export"
 
 
 class JobState(models.TextChoices):

@@ -35,6 +35,8 @@ ROLE_FOR_KIND: dict[str, str] = {
     # Made with no collection (its author alone sees it); the collection it made is set
     # on it when it is done, and from then its admins see it.
     JobKind.COLLECTION_CREATE: "admin",
+    # The whole project: every reviewer's notes and name, every decision (judgments.tasks).
+    JobKind.BUNDLE_EXPORT: "admin",
 }
 
 #: The roles that include each role (``judgments.models.ROLE_RANK``, strongest last).

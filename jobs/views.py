@@ -59,6 +59,8 @@ FORMS = {
     JobKind.DIAGNOSIS: ("scoring:runs", "", "Back to the runs"),
     JobKind.COMPARISON: ("scoring:compare", "", "Back to the comparison form"),
     JobKind.JUDGING: ("judges:judges", "", "Back to the judges"),
+    JobKind.QRELS_EXPORT: ("judgments:snapshots", "", "Back to the snapshots"),
+    JobKind.BUNDLE_EXPORT: ("judgments:collection", "", "Back to the collection"),
 }
 
 

@@ -213,7 +213,7 @@ class AssessmentAdmin(ReadOnlyAdmin):
 
 @admin.register(AdjudicationTask)
 class AdjudicationTaskAdmin(ReadOnlyAdmin):
-    list_display = ["query", "item", "status", "grade", "decided_by", "decided_at", "reason"]
+    list_display = ["query", "item", "status", "grade", "decider", "decided_at", "reason"]
     list_filter = ["collection", "status"]
     list_select_related = ["query", "item", "decided_by"]
 

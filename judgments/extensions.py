@@ -11,7 +11,10 @@ job) sees the same hooks:
   queue, inside the transaction that records it, with the posted form, so a decision
   about a shown proposal is stored with the judgment or not at all;
 - a **qrels scorer** (the scoring app): scores a collection's runs against qrels given
-  as data, for a judge's calibration (runs ordered under human and under model labels).
+  as data, for a judge's calibration (runs ordered under human and under model labels);
+- **bundle runs** (the scoring app): a collection's runs as bundle records
+  (``export_collection --runs``), and the check and the write of the run records an
+  import carries, inside the import's transaction.
 
 With nothing registered, a policy that names a judge cannot be set or frozen (the
 error says why); grades are recorded as before; there is no ordering to compare.
@@ -100,3 +103,29 @@ def register_run_names(source: RunNames) -> None:
 def run_names(collection_id: int) -> set[str] | None:
     """The collection's run names, or ``None`` when no app stores runs."""
     return _run_names[0](collection_id) if _run_names else None
+
+
+class BundleRuns(Protocol):
+    def records(self, collection: Any) -> tuple[list[Any], list[Any]]:
+        """The collection's runs as (``formats.RunRecord``s, ``formats.RankingRecord``s)."""
+        ...
+
+    def check(self, collection: Any, runs: list[Any], rankings: list[Any]) -> list[Any]:
+        """Every problem (``formats.Problem``) of importing these run records."""
+        ...
+
+    def write(self, collection: Any, runs: list[Any], rankings: list[Any], by: Any) -> int:
+        """Store the (checked) runs as they were, without pooling: the bundle's unjudged
+        markers already say what their pooling queued. Returns the runs stored."""
+        ...
+
+
+_bundle_runs: list[BundleRuns] = []
+
+
+def register_bundle_runs(source: BundleRuns) -> None:
+    _bundle_runs[:] = [source]
+
+
+def bundle_runs() -> BundleRuns | None:
+    return _bundle_runs[0] if _bundle_runs else None

@@ -23,7 +23,13 @@ urlpatterns = [
     path("c/<slug:slug>/audit/", views.collection_audit_log, name="audit"),
     path("audit/", views.audit_log, name="audit-all"),
     path("c/<slug:slug>/status/", views.bulk_status, name="bulk-status"),
+    path("c/<slug:slug>/bundle/", views.collection_bundle, name="collection-bundle"),
     path("c/<slug:slug>/snapshots/", views.snapshot_list, name="snapshots"),
+    path(
+        "c/<slug:slug>/snapshots/<int:number>/download/",
+        views.snapshot_download,
+        name="snapshot-download",
+    ),
     path("c/<slug:slug>/snapshots/freeze/", views.snapshot_freeze, name="snapshot-freeze"),
     path("c/<slug:slug>/snapshots/diff/", views.snapshot_diff_pick, name="snapshot-diff-pick"),
     path(

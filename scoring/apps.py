@@ -18,10 +18,17 @@ class ScoringConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from judgments.extensions import register_qrels_scorer, register_run_names
+        from judgments.extensions import (
+            register_bundle_runs,
+            register_qrels_scorer,
+            register_run_names,
+        )
+
+        from .bundles import BundleRunsSource
 
         register_qrels_scorer(_runs_under_qrels)
         register_run_names(_run_names)
+        register_bundle_runs(BundleRunsSource())
 
 
 def _run_names(collection_id: int) -> set[str]:

@@ -19,6 +19,7 @@ from .checks import check_id
 from .docs import parse_docs
 from .jsonl import parse_bundle, parse_items, parse_judgments, parse_queries
 from .records import (
+    BUNDLE_FORMAT,
     MAX_ID_LENGTH,
     MAX_INT,
     MAX_LISTED,
@@ -26,12 +27,15 @@ from .records import (
     QRELS_UNJUDGED_SOURCE,
     UNJUDGED_GRADE,
     UTF8_BOM,
+    AdjudicationRecord,
     Bundle,
     CollectionRecord,
     ItemRecord,
     JudgmentRecord,
     Problem,
     QueryRecord,
+    RankingRecord,
+    RunRecord,
     StatusRecord,
     UnjudgedRecord,
     Where,
@@ -39,25 +43,37 @@ from .records import (
 )
 from .trec import parse_qrels, parse_scale_option, parse_topics
 from .trec_set import read_trec_set, scale_from_grades
-from .writers import collection_object, dumps_bundle, dumps_trec_qrels
+from .writers import (
+    SETTING_DEFAULTS,
+    bundle_lines,
+    collection_object,
+    dumps_bundle,
+    dumps_trec_qrels,
+)
 
 __all__ = [
+    "BUNDLE_FORMAT",
     "MAX_ID_LENGTH",
     "MAX_INT",
     "MAX_LISTED",
     "MAX_SMALL_INT",
     "QRELS_UNJUDGED_SOURCE",
+    "SETTING_DEFAULTS",
     "UNJUDGED_GRADE",
     "UTF8_BOM",
+    "AdjudicationRecord",
     "Bundle",
     "CollectionRecord",
     "ItemRecord",
     "JudgmentRecord",
     "Problem",
     "QueryRecord",
+    "RankingRecord",
+    "RunRecord",
     "StatusRecord",
     "UnjudgedRecord",
     "Where",
+    "bundle_lines",
     "check_id",
     "collection_object",
     "describe_problems",

@@ -170,6 +170,8 @@ class _Duplicates:
         self.items: dict[str, int] = {}
         self.queries: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
+        self.adjudications: dict[tuple[str, str], int] = {}
+        self.others: dict[str, dict[str, int]] = {}
         self.pairs: dict[tuple[str, ...], tuple[int, int]] = {}
 
     def _once(self, seen: dict[str, int], key: str, where: Where, what: str) -> bool:
@@ -189,6 +191,24 @@ class _Duplicates:
 
     def status(self, key: str, where: Where) -> bool:
         return self._once(self.statuses, key, where, "status for query")
+
+    def once(self, what: str, key: str, where: Where) -> bool:
+        """Any other record kind whose ``key`` appears once (runs, ranked lists)."""
+        return self._once(self.others.setdefault(what, {}), key, where, what)
+
+    def adjudication(self, query: str, item: str, where: Where) -> bool:
+        """One adjudication per pair (the task is one per pair)."""
+        first = self.adjudications.setdefault((query, item), where.line or 0)
+        if first == where.line:
+            return True
+        self.problems.append(
+            Problem(
+                where,
+                f"duplicate adjudication for query '{query}' item '{item}' (first at line "
+                f"{first}); keep one of them",
+            )
+        )
+        return False
 
     def pair(
         self, query: str, item: str, grade: int, where: Where, assessor: str | None = None

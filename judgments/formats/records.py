@@ -21,6 +21,9 @@ MAX_INT = INT32_MAX
 UTF8_BOM = b"\xef\xbb\xbf"
 UNJUDGED_GRADE = -1
 QRELS_UNJUDGED_SOURCE = "qrels -1"
+#: The bundle format this code writes (``"format_version"`` on the collection line) and
+#: the newest it reads; a line without the field is format 1 (docs/BUNDLES.md).
+BUNDLE_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,25 @@ class CollectionRecord:
     description: str = ""
     guidelines: str = ""
     pool_depth: int = 10
+    format_version: int = 1
+    # Format 2's settings; None when the line does not give them (a format 1 bundle): a
+    # new collection then takes the defaults, and an existing one is not compared on them.
+    holds_whole_corpus: bool | None = None
+    assessors_per_item: int | None = None
+    resolution_policy: str | None = None
+    adjudicate_distance: int | None = None
+    model_labels: str | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """The format 2 settings the line gives, by ``Collection`` field name."""
+        names = (
+            "holds_whole_corpus",
+            "assessors_per_item",
+            "resolution_policy",
+            "adjudicate_distance",
+            "model_labels",
+        )
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
 
 @dataclass(frozen=True)
@@ -112,6 +134,50 @@ class UnjudgedRecord:
 
 
 @dataclass(frozen=True)
+class AdjudicationRecord:
+    """A pair the collection's policy left to an adjudicator: open, or decided (grade,
+    who by name, when as an ISO 8601 time)."""
+
+    where: Where
+    query: str
+    item: str
+    status: str = "decided"
+    grade: int | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A stored run (``export_collection --runs``): what it is, its stages in order; its
+    ranked lists are ``RankingRecord``s."""
+
+    where: Where
+    name: str
+    stages: list[str]
+    description: str = ""
+    source_filename: str = ""
+    source_sha256: str = ""
+    source_format: str = ""
+    order_rule: str = "score"
+    dedup_policy: str = "error"
+    duplicates_dropped: int = 0
+
+
+@dataclass(frozen=True)
+class RankingRecord:
+    """One stage's ranked list for one query: ordered, distinct item ids."""
+
+    where: Where
+    run: str
+    stage: str
+    query: str
+    items: list[str]
+    abstained: bool = False
+
+
+@dataclass(frozen=True)
 class StatusRecord:
     where: Where
     query: str
@@ -128,6 +194,9 @@ class Bundle:
     judgments: list[JudgmentRecord] = field(default_factory=list)
     unjudged: list[UnjudgedRecord] = field(default_factory=list)
     statuses: list[StatusRecord] = field(default_factory=list)
+    adjudications: list[AdjudicationRecord] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
+    rankings: list[RankingRecord] = field(default_factory=list)
 
     def credit_to(self, assessor: str) -> None:
         """Make every judgment of this bundle ``assessor``'s assessment (``--assessor``)."""
@@ -141,3 +210,6 @@ class Bundle:
         self.judgments += other.judgments
         self.unjudged += other.unjudged
         self.statuses += other.statuses
+        self.adjudications += other.adjudications
+        self.runs += other.runs
+        self.rankings += other.rankings

@@ -119,6 +119,13 @@ class AdjudicationTask(models.Model):
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    decided_by_name = models.CharField(
+        max_length=150,
+        blank=True,
+        default="",
+        help_text="Who decided, by name, when an import named someone who is not a member "
+        "of the collection (no user; '' otherwise).",
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -135,3 +142,8 @@ class AdjudicationTask(models.Model):
 
     def __str__(self) -> str:
         return f"adjudicate {self.query_id}/{self.item_id} {self.status}"
+
+    @property
+    def decider(self) -> str:
+        """Who decided, in words: the user's name, or the name an import gave."""
+        return self.decided_by.get_username() if self.decided_by_id else self.decided_by_name

@@ -33,7 +33,15 @@ from .collections import (
     query_tags_of,
     status_change_plan,
 )
-from .exports import bundle_of, judgments_of, queries_of, unjudged_items_for
+from .exports import (
+    SnapshotNotExportable,
+    bundle_of,
+    collection_bundle_lines,
+    judgments_of,
+    queries_of,
+    snapshot_bundle_of,
+    unjudged_items_for,
+)
 from .review import (
     OPEN_TASK_STATUSES,
     QUEUE_COUNT_CAP,
@@ -77,10 +85,12 @@ __all__ = [
     "ReviewProgress",
     "SearchHit",
     "SnapshotDiff",
+    "SnapshotNotExportable",
     "agreement_report",
     "assessments_of_pair",
     "bundle_of",
     "change_that_made",
+    "collection_bundle_lines",
     "collection_by_slug",
     "collections_for",
     "collections_with_progress",
@@ -123,6 +133,7 @@ __all__ = [
     "reviewer_stats",
     "role_of",
     "search_items",
+    "snapshot_bundle_of",
     "snapshot_canonical_lines",
     "snapshot_of",
     "snapshot_trec_lines",

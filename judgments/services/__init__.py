@@ -24,6 +24,7 @@ from .collections import (
     validate_scale,
 )
 from .errors import ImportRefused, InvariantError, JudgmentConflict, VerityError
+from .exports import record_export
 from .focus import MAX_FOCUS_PAIRS, FocusOutcome, queue_focus
 from .import_writes import IMPORT_BATCH_SIZE, PROGRESS_EVERY
 from .imports import ImportReport, import_collection_data
@@ -96,6 +97,7 @@ __all__ = [
     "queue_focus",
     "queue_unjudged",
     "record_assessment",
+    "record_export",
     "record_judgment",
     "record_judgment_once",
     "release_expired_leases",

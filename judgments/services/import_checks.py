@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from ..formats import Bundle, JudgmentRecord, Problem, Where
+from ..formats import AdjudicationRecord, Bundle, JudgmentRecord, Problem, Where
 from ..models import (
+    AdjudicationStatus,
+    AdjudicationTask,
     Assessment,
     Collection,
     EvidenceCondition,
@@ -46,11 +49,19 @@ class ImportReport:
     judgments_created: int = 0
     judgments_skipped: int = 0
     assessments_created: int = 0
+    adjudications_created: int = 0
+    adjudications_skipped: int = 0
+    runs_created: int = 0
     statuses_set: dict[str, int] = field(default_factory=dict)
     unreviewed_with_relevant: int = 0
     unjudged_pairs: int = 0
     tasks_created: int = 0
     tasks_completed: int = 0
+
+
+def parse_time(text: str) -> datetime:
+    """An adjudication's ``decided_at`` (checked ISO 8601 with an offset by the reader)."""
+    return datetime.fromisoformat(text)
 
 
 def _chunks(values: Iterable[Any], size: int = _LOOKUP_CHUNK) -> Iterator[list[Any]]:
@@ -99,6 +110,9 @@ class _ImportChecks:
         self.new_judgments: list[JudgmentRecord] = []
         self.new_assessments: list[JudgmentRecord] = []
         self.stored_assessments: dict[tuple[int, int, str], int] = {}  # → grade
+        # (query pk, item pk) → (status, grade) of the stored adjudication task
+        self.stored_adjudications: dict[tuple[int, int], tuple[str, int | None]] = {}
+        self.new_adjudications: list[AdjudicationRecord] = []
         self.claims: dict[str, tuple[str, Where | None]] = {}  # query id → (status, where)
         self.new_item_ids: set[str] = set()
         self.new_query_ids: set[str] = set()
@@ -114,6 +128,7 @@ class _ImportChecks:
         self._check_unjudged()
         self._check_evidence()
         self._check_statuses()
+        self._check_adjudications()
         self._report_unknown()
 
     def _problem(self, where: Where, message: str) -> None:
@@ -149,11 +164,20 @@ class _ImportChecks:
                 query_id__in=chunk
             ).values_list("query_id", "item_id", "assessor_name", f"assessor__{username}", "grade"):
                 self.stored_assessments[(query_pk, item_pk, who or name)] = grade
+            for query_pk, item_pk, status, grade in AdjudicationTask.objects.filter(
+                query_id__in=chunk
+            ).values_list("query_id", "item_id", "status", "grade"):
+                self.stored_adjudications[(query_pk, item_pk)] = (status, grade)
         # A named reviewer is kept as the label's reviewer only when they are a member of
         # the collection; any other name is stored as an external assessor's name, never
         # as a user (an import cannot attribute labels to whoever it likes), and nothing
-        # tells the importer whether a user of that name exists.
-        names = sorted({r.reviewer for r in d.judgments if r.reviewer})
+        # tells the importer whether a user of that name exists. Assessors and deciders
+        # alike.
+        names = sorted(
+            {r.reviewer for r in d.judgments if r.reviewer}
+            | {r.assessor for r in d.judgments if r.assessor}
+            | {r.decided_by for r in d.adjudications if r.decided_by}
+        )
         for chunk in _chunks(names):
             for user in get_user_model().objects.filter(
                 **{f"{username}__in": chunk}, memberships__collection=self.c
@@ -300,6 +324,38 @@ class _ImportChecks:
                 f"{held}; this line says {r.grade}. An import never overwrites an assessment: "
                 "remove this line, or import it under another assessor name",
             )
+
+    def _check_adjudications(self) -> None:
+        """An adjudication names a known pair and, decided, a grade on the scale. A
+        stored decision is never overwritten: the same one is skipped, another refused;
+        a stored open task may be decided by the import."""
+        c = self.c
+        for r in self.data.adjudications:
+            ok = self._known("query", r.query, r.where)
+            ok = self._known("item", r.item, r.where) and ok
+            if r.grade is not None and r.grade not in c.grades:
+                ok = False
+                self._problem(
+                    r.where,
+                    f"adjudicated grade {r.grade} is not on the scale of collection "
+                    f"'{c.slug}'; use one of {', '.join(map(str, c.grades))}",
+                )
+            if not ok:
+                continue
+            query, item = self.queries.get(r.query), self.items.get(r.item)
+            held = self.stored_adjudications.get((query.pk, item.pk)) if query and item else None
+            if held is None or (held[0] == AdjudicationStatus.OPEN and r.status != held[0]):
+                self.new_adjudications.append(r)
+            elif held == (r.status, r.grade):
+                self.report.adjudications_skipped += 1
+            else:
+                grade = held[1]
+                stored = "open" if grade is None else f"decided grade {grade}"
+                self._problem(
+                    r.where,
+                    f"query '{r.query}' item '{r.item}' has its adjudication {stored} "
+                    "already; an import never changes a decision: remove this line",
+                )
 
     def _check_unjudged(self) -> None:
         for r in self.data.unjudged:

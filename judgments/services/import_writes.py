@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models import (
+    AdjudicationStatus,
+    AdjudicationTask,
     Assessment,
     AssessmentChange,
     ChangeSource,
@@ -20,8 +22,9 @@ from ..models import (
     ReviewTask,
     TaskStatus,
 )
+from ..resolution import resolve
 from .assessments import complete_slot, resolve_pair
-from .import_checks import ImportReport, _chunks, _ImportChecks
+from .import_checks import ImportReport, _chunks, _ImportChecks, parse_time
 from .queue import queue_unjudged
 from .search_index import index_items
 
@@ -100,6 +103,7 @@ class _ImportPlan(_ImportChecks):
         report.evidence_set = len(evidence)
 
         judgments, history = [], []
+        by_policy = self._labels_the_policy_gives()
         for r in self.new_judgments:
             query, item = self.queries[r.query], self.items[r.item]
             # A member named by the record stays its reviewer; anyone else is a name.
@@ -124,7 +128,11 @@ class _ImportPlan(_ImportChecks):
                     new_note=r.note,
                     version=1,
                     changed_by=by,  # who imported it, whoever the record names
-                    source=ChangeSource.IMPORT,
+                    # As in the source: a label the policy gives stays open to resolving
+                    # again when an assessment changes; any other was set by a person.
+                    source=ChangeSource.RESOLUTION
+                    if (r.query, r.item) in by_policy
+                    else ChangeSource.IMPORT,
                 )
             )
         self._bulk_create(Judgment, judgments, "judgments", progress)
@@ -157,23 +165,51 @@ class _ImportPlan(_ImportChecks):
             report.unjudged_pairs += seen
             report.tasks_created += created
         self._write_assessments(progress)
+        self._write_adjudications()
         return report
+
+    def _labels_the_policy_gives(self) -> set[tuple[str, str]]:
+        """The labels of this import that its assessments resolve to by the collection's
+        policy (several assessors per item, all assessments given, no adjudication):
+        recorded as resolved, not as set by hand (``assessment_settled``)."""
+        c = self.c
+        if not c.has_overlap or not self.new_assessments:
+            return set()
+        grades: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for r in self.data.judgments:
+            if r.assessor is not None:
+                grades[(r.query, r.item)].append(r.grade)
+        adjudicated = {(r.query, r.item) for r in self.data.adjudications}
+        found = set()
+        for r in self.new_judgments:
+            pair = (r.query, r.item)
+            mine = grades.get(pair, [])
+            if len(mine) < c.assessors_per_item or pair in adjudicated:
+                continue
+            if resolve(c.resolution_policy, mine, distance=c.adjudicate_distance) == r.grade:
+                found.add(pair)
+        return found
 
     def _write_assessments(self, progress: Callable[[str], None] | None) -> None:
         """Imported assessors' assessments (records with an ``assessor``): each with its
-        history row; each fills one open slot of its pair, and a pair with all its
-        assessments is resolved by the collection's policy (``resolve_pair``), one pair
-        at a time, as when reviewers assess it."""
+        history row, and its assessor's account when they are a member of the collection
+        (else the name, as a judgment's reviewer); each fills one open slot of its pair.
+        A pair with all its assessments is resolved by the collection's policy
+        (``resolve_pair``), one pair at a time, as when reviewers assess it, unless the
+        import gives its label or its adjudication: then the import says how it stands
+        (a label set by hand, an adjudicator's decision), as in the bundle it came from."""
         rows, history = [], []
         for r in self.new_assessments:
             assert r.assessor is not None
             query, item = self.queries[r.query], self.items[r.item]
+            user = self.users.get(r.assessor)
             rows.append(
                 Assessment(
                     collection=self.c,
                     query=query,
                     item=item,
-                    assessor_name=r.assessor,
+                    assessor=user,
+                    assessor_name="" if user is not None else r.assessor,
                     grade=r.grade,
                     note=r.note,
                 )
@@ -193,7 +229,45 @@ class _ImportPlan(_ImportChecks):
         self._bulk_create(Assessment, rows, "assessments", progress)
         self._bulk_create(AssessmentChange, history, "assessment history", progress)
         self.report.assessments_created = len(rows)
+        # One slot per assessment, of the pairs that have open slots (read at once: most
+        # imported pairs have none, and asking pair by pair cost seconds per thousand).
+        waiting: set[tuple[int, int]] = set()
+        for chunk in _chunks(sorted({a.query.pk for a in rows})):
+            waiting.update(
+                ReviewTask.objects.filter(query_id__in=chunk)
+                .exclude(status=TaskStatus.DONE)
+                .values_list("query_id", "item_id")
+            )
+        for a in rows:
+            if (a.query.pk, a.item.pk) in waiting:
+                complete_slot(query=a.query, item=a.item, assessor=None, task=None)
+        given = {(r.query, r.item) for r in self.data.judgments if r.assessor is None}
+        given |= {(r.query, r.item) for r in self.data.adjudications}
         pairs = sorted({(a.query.pk, a.item.pk): (a.query, a.item) for a in rows}.items())
         for _, (query, item) in pairs:
-            complete_slot(query=query, item=item, assessor=None, task=None)
-            resolve_pair(query=query, item=item, by=self.by)
+            if (query.external_id, item.external_id) not in given:
+                resolve_pair(query=query, item=item, by=self.by)
+
+    def _write_adjudications(self) -> None:
+        """Adjudication tasks as the import gives them: open, or decided (grade, who by
+        name or member account, when); a stored open task the import decides is
+        decided. The pair's label is its judgment record's, written above."""
+        for r in self.new_adjudications:
+            query, item = self.queries[r.query], self.items[r.item]
+            user = self.users.get(r.decided_by) if r.decided_by else None
+            decided = r.status == AdjudicationStatus.DECIDED
+            fields = {
+                "status": r.status,
+                "grade": r.grade if decided else None,
+                "decided_by": user,
+                "decided_by_name": (r.decided_by or "") if user is None else "",
+                "decided_at": parse_time(r.decided_at) if r.decided_at else None,
+            }
+            task, created = AdjudicationTask.objects.get_or_create(
+                query=query,
+                item=item,
+                defaults={"collection": self.c, "reason": r.reason[:300], **fields},
+            )
+            if not created:
+                AdjudicationTask.objects.filter(pk=task.pk).update(**fields)
+            self.report.adjudications_created += 1

@@ -15,11 +15,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
+from ..extensions import bundle_runs
 from ..formats import Bundle, CollectionRecord, Problem, Where
 from ..locks import lock_collection
 from ..models import Assessment, Collection, Item, Judgment, JudgmentChange, Query, ReviewTask
 from ._common import User
-from .collections import create_collection, validate_scale
+from .collections import create_collection, update_collection_settings, validate_scale
 from .errors import ImportRefused, InvariantError, VerityError
 from .import_checks import ImportReport
 from .import_writes import _ImportPlan
@@ -59,8 +60,16 @@ def _import_target(
                 pool_depth=record.pool_depth,
                 actor=by,
             )
+            if record.settings():  # a format 2 line: every setting of the bundle's source
+                update_collection_settings(collection=collection, **record.settings())
         except InvariantError as e:
-            raise ImportRefused([Problem(where, str(e))]) from None
+            hint = ""
+            if "model_labels" in str(e):
+                hint = (
+                    '; a bundle carries no judges: import it with "model_labels": "" on this '
+                    "line, add the judge, then set model_labels in the collection's settings"
+                )
+            raise ImportRefused([Problem(where, f"{e}{hint}")]) from None
         return collection, True
     if create:
         raise ImportRefused(
@@ -97,6 +106,7 @@ def _collection_differences(collection: Collection, record: CollectionRecord) ->
         "relevant_grade": collection.relevant_grade,
         "guidelines": collection.guidelines,
         "pool_depth": collection.pool_depth,
+        **{name: getattr(collection, name) for name in record.settings()},
     }
     given = {
         "name": record.name,
@@ -106,6 +116,7 @@ def _collection_differences(collection: Collection, record: CollectionRecord) ->
         "relevant_grade": record.relevant_grade,
         "guidelines": record.guidelines,
         "pool_depth": record.pool_depth,
+        **record.settings(),  # format 2: compared only when the line gives them
     }
 
     def short(value: Any) -> str:
@@ -130,11 +141,13 @@ def import_collection_data(
     by: User | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ImportReport:
-    """Import items, queries, judgments, statuses and unjudged pairs: all or nothing.
+    """Import items, queries, judgments, assessments, adjudications, statuses and unjudged
+    pairs: all or nothing.
 
     The target is ``collection_slug`` (or the bundle's slug): created from
-    ``data.collection`` when new, else it must exist and, when ``data.collection`` is
-    given, match it field by field; ``create=True`` insists that it is new. Every check
+    ``data.collection`` (with every setting a format 2 line gives) when new, else it must
+    exist and, when ``data.collection`` is given, match it field by field (the settings
+    only where the line gives them); ``create=True`` insists that it is new. Every check
     runs before any write, and any problem raises :class:`ImportRefused` listing them with
     file and line, leaving the database as it was. Stored data is never overwritten: an
     identical item, query or judgment is skipped and counted, a different one is refused;
@@ -146,8 +159,17 @@ def import_collection_data(
     ``by``, the importer, whoever the record names) per judgment; a record's
     ``reviewer`` stays the judgment's reviewer when they are a member of the collection,
     else it is kept as ``reviewer_name``, an external assessor's name, never a user;
-    and a ``QueryStatusChange`` per status set. Imported judgments complete their pairs'
-    review tasks; unjudged records (qrels grade -1) are queued through ``queue_unjudged``.
+    an assessment's ``assessor`` and an adjudication's ``decided_by`` alike: a member's
+    username becomes that member's, any other name stays a name. No user account is
+    ever created: a file that could make accounts (even inactive ones, which an admin
+    might later activate for whoever claims the name) could attribute labels to
+    whoever it likes; names keep every label attributable, and the snapshot hash,
+    which names assessors by name, is the same either way. Make the people members
+    first (``load_demo`` does) to have their labels count as theirs (in the blind
+    queue, for example). A ``QueryStatusChange`` per status set. Run records (the
+    scoring app's, by the ``bundle_runs`` hook) are stored as they were, not pooled.
+    Imported judgments complete their pairs' review tasks; unjudged records (qrels grade
+    -1) are queued through ``queue_unjudged``.
     """
     collection, created = _import_target(data.collection, collection_slug, create=create, by=by)
     plan = _ImportPlan(
@@ -158,6 +180,13 @@ def import_collection_data(
         by=by,
     )
     plan.check()
+    runs = bundle_runs() if data.runs or data.rankings else None
+    if data.runs or data.rankings:
+        if runs is None:
+            first = (data.runs or data.rankings)[0].where
+            plan.problems.append(Problem(first, "runs need the scoring app, which is not here"))
+        else:
+            plan.problems += runs.check(collection, data.runs, data.rankings)
     if plan.problems:
         raise ImportRefused(plan.problems)
     try:
@@ -167,6 +196,8 @@ def import_collection_data(
             f"the collection changed while importing ({e}); nothing was imported, run the "
             "import again"
         ) from None
+    if runs is not None:
+        report.runs_created = runs.write(collection, data.runs, data.rankings, by)
     report.collection_created = created
     analyze_after_commit(
         Item,

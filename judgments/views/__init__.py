@@ -16,6 +16,7 @@ from .assessments import (
 from .audit_log import audit_log, collection_audit_log
 from .collections import bulk_status, collection_detail, home
 from .common import member_view, wants_json
+from .exports import collection_bundle, snapshot_download
 from .queries import query_detail
 from .review_queue import (
     review,
@@ -38,6 +39,7 @@ __all__ = [
     "audit_log",
     "bulk_status",
     "collection_audit_log",
+    "collection_bundle",
     "collection_detail",
     "collection_members",
     "collection_settings",
@@ -54,6 +56,7 @@ __all__ = [
     "reviewer_stats_page",
     "snapshot_diff",
     "snapshot_diff_pick",
+    "snapshot_download",
     "snapshot_freeze",
     "snapshot_list",
     "wants_json",

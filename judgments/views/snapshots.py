@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, F
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -12,8 +13,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from verity_limits import NOTE_MAX
 
-from ..models import Collection, QueryStatus, Role, Snapshot, SnapshotMember
-from ..selectors import diff_snapshots, may_score, may_see_labels, snapshot_of
+from ..models import Collection, QueryStatus, Role, Snapshot, SnapshotAssessment, SnapshotMember
+from ..selectors import (
+    diff_snapshots,
+    may,
+    may_score,
+    may_see_assessments,
+    may_see_labels,
+    snapshot_of,
+)
 from ..tasks import start_freeze
 from .common import RoleRequired, member_view
 
@@ -36,9 +44,12 @@ def snapshot_list(request: HttpRequest, collection: Collection) -> HttpResponse:
         .annotate(n=Count("pk"))
     ):
         by_status.setdefault(row["snapshot_id"], {})[row["status"]] = row["n"]
+    may_export = may_see_assessments(request.user, collection)
+    assessors = _assessors_by_version(snapshots) if may_export else {}
     rows = [
         {
             "snapshot": s,
+            "assessors": assessors.get(s.pk, []),
             "statuses": [
                 (label, by_status.get(s.pk, {}).get(value, 0))
                 for value, label in QueryStatus.choices
@@ -55,9 +66,27 @@ def snapshot_list(request: HttpRequest, collection: Collection) -> HttpResponse:
             "rows": rows,
             "blind": not may_see_labels(request.user, collection),
             "may_freeze": may_score(request.user, collection),
+            "may_export": may_export,
+            "may_bundle": may(request.user, collection, Role.ADMIN),
+            "inline_max": f"{settings.VERITY_INLINE_MAX_ROWS:,}",
             "numbers": [s.number for s in snapshots],
         },
     )
+
+
+def _assessors_by_version(snapshots: list[Snapshot]) -> dict[int, list[str]]:
+    """The assessors each version with several assessors per item froze, by name: the
+    per-assessor downloads it offers."""
+    overlap = [s.pk for s in snapshots if s.has_overlap]
+    found: dict[int, set[str]] = {}
+    if overlap:
+        for snapshot_id, name in (
+            SnapshotAssessment.objects.filter(block__members__snapshot__in=overlap)
+            .values_list("block__members__snapshot", "assessor")
+            .distinct()
+        ):
+            found.setdefault(snapshot_id, set()).add(name)
+    return {pk: sorted(names) for pk, names in found.items()}
 
 
 @require_POST

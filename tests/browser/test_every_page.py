@@ -29,6 +29,7 @@ from django.urls import get_resolver, reverse
 
 from judgments.models import Collection, ReviewTask, Role
 from judgments.services import (
+    freeze_snapshot,
     queue_focus,
     queue_unjudged,
     record_assessment,
@@ -48,7 +49,7 @@ NOT_PAGES = re.compile(
     r"(^api|api-|:api|healthz|logout|password_reset|password_change|login|sso-|admin:|"
     r"-claim$|-judge$|-skip$|-undo$|-settle$|-decide$|-freeze$|bulk-status|-score$|"
     r"job-retry|job-cancel|judges:start|judges:policy|snapshot-diff-pick|compare-focus$|"
-    r"compare-latest$)"
+    r"compare-latest$|-download$|collection-bundle)"
 )
 #: The elements that stick out of the viewport, outside any scrolling region: what to fix.
 WIDEST = """() => {
@@ -124,6 +125,8 @@ def page_urls(demo: dict[str, Any]) -> list[str]:
         "/c/demo-handbook/review/?scope=demo-focus",  # a focus set (issue 28)
         "/c/pairs/q/A/",
         "/accounts/tokens/",  # named "api-tokens", which NOT_PAGES leaves out
+        "/c/pairs/snapshots/",  # per-assessor downloads of v1
+        f"/jobs/{demo['bundle_job']}/",  # a bundle export, done: its download link
         "/no/such/page/",
     ]
     return urls
@@ -165,6 +168,7 @@ def demo(settings, job_dir) -> dict[str, Any]:
         by=users["evaluator"],
         description="three pairs asked for by name",
     )
+    freeze_snapshot(collection=pairs, by=None)
     lexical = Evaluation.objects.get(run__name="lexical")
     titles = Evaluation.objects.get(run__name="titles")
     from jobs.models import Job, JobKind, JobState
@@ -178,12 +182,39 @@ def demo(settings, job_dir) -> dict[str, Any]:
         task_path="judgments.tasks.freeze_task",
         error="the database refused the freeze (a test)",
     )
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import storages
+
+    stored = storages["jobs"].save(
+        "outputs/demo/demo-handbook.bundle.jsonl",
+        ContentFile(run_command_output("export_collection", "demo-handbook")),
+    )
+    bundle_job = Job.objects.create(
+        kind=JobKind.BUNDLE_EXPORT,
+        state=JobState.DONE,
+        collection=Collection.objects.get(slug="demo-handbook"),
+        created_by=users["admin"],
+        label="Export demo-handbook (live) as a bundle",
+        task_path="judgments.tasks.bundle_export_task",
+        result={
+            "summary": "Wrote demo-handbook.bundle.jsonl: 1,825 lines.",
+            "file": stored,
+            "download_name": "demo-handbook.bundle.jsonl",
+        },
+    )
     return {
         "users": users,
         "job": job.pk,
+        "bundle_job": bundle_job.pk,
         "evaluation": Evaluation.objects.filter(run__name="pipeline").order_by("pk").last().pk,
         "pair": (lexical.pk, titles.pk),
     }
+
+
+def run_command_output(*args: str) -> bytes:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().encode("utf-8")
 
 
 def settle(page: Any, condition: str, *, tries: int = 50) -> bool:

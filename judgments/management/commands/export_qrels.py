@@ -87,7 +87,8 @@ class Command(BaseCommand):
             text = formats.dumps_bundle(bundle)
         else:
             unjudged = bundle.unjudged if options["with_unjudged"] else []
-            text = formats.dumps_trec_qrels(bundle.judgments, unjudged)
+            labels = [j for j in bundle.judgments if j.assessor is None]  # not assessments
+            text = formats.dumps_trec_qrels(labels, unjudged)
         if options["output"]:
             Path(options["output"]).write_bytes(text.encode("utf-8"))
         else:

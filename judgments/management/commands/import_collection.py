@@ -175,6 +175,13 @@ class Command(BaseCommand):
             "already there (skipped)"
             + (f"; assessments: {r.assessments_created} created" if r.assessments_created else ""),
         ]
+        if r.adjudications_created or r.adjudications_skipped:
+            lines.append(
+                f"  adjudications: {r.adjudications_created} created, "
+                f"{r.adjudications_skipped} already there"
+            )
+        if r.runs_created:
+            lines.append(f"  runs: {r.runs_created} stored as they were (not pooled again)")
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses_set.items()))
         lines.append(f"  statuses set: {statuses or 'none'}")
         if options["set_status"]:
