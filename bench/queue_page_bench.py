@@ -71,6 +71,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--done-per-query", type=int, default=10)
     p.add_argument("--requests", type=int, default=50)
     p.add_argument("--explain", action="store_true")
+    p.add_argument(
+        "--pool-strategy",
+        choices=("depth", "mtf", "bandit"),
+        default="depth",
+        help="mtf or bandit: the collection pools adaptively; each query's two runs get "
+        "their PoolArm rows and heads at set-up, and every judgment updates them",
+    )
     p.add_argument("--root", type=Path, default=ROOT, help="checkout whose code is timed")
     p.add_argument("--keep", action="store_true", help="keep the database at the end")
     p.add_argument("--reuse", action="store_true", help="time the kept database again (no set-up)")
@@ -175,10 +182,10 @@ def fill(args: argparse.Namespace) -> None:
         run(
             "judgments",
             "INSERT INTO judgments_judgment (query_id, item_id, grade, note, version, "
-            "reviewer_id, created_at, updated_at) "
+            "reviewer_id, reviewer_name, created_at, updated_at) "
             f"SELECT %(q0)s + q, %(i0)s + {item_of}, "
             "CASE WHEN (q * 31 + k * 17) %% 10 < 6 THEN 0 WHEN (q * 31 + k * 17) %% 10 < 8 "
-            "THEN 1 WHEN (q * 31 + k * 17) %% 10 = 8 THEN 2 ELSE 3 END, '', 1, %(judge)s, "
+            "THEN 1 WHEN (q * 31 + k * 17) %% 10 = 8 THEN 2 ELSE 3 END, '', 1, %(judge)s, '', "
             "now(), now() " + slots.format(lo=0, hi="%(judged)s - 1"),
         )
         run(
@@ -214,6 +221,8 @@ def fill(args: argparse.Namespace) -> None:
             "FROM judgments_reviewtask WHERE collection_id = %(c)s AND status = 'pending' "
             "AND priority %% 2 = 1",
         )
+        if args.pool_strategy != "depth":
+            adaptive(args.pool_strategy, run, collection.pk)
     began = time.perf_counter()
     with connection.cursor() as cursor:
         # What autovacuum does soon after a bulk load: statistics, and the visibility map
@@ -221,6 +230,34 @@ def fill(args: argparse.Namespace) -> None:
         cursor.execute("VACUUM ANALYZE")
     print(f"  VACUUM ANALYZE in {time.perf_counter() - began:.1f} s")
     print(f"set-up in {time.perf_counter() - started:.1f} s")
+
+
+def adaptive(strategy: str, run: Callable[[str, str], None], collection_id: int) -> None:
+    """What ``import_run`` with an adaptive strategy leaves: one ``PoolArm`` per query and
+    run (its open tasks in rank order, its head the first), each head at its run's score
+    before any judgment (``pool_strategies``); set-based."""
+    from judgments.pool_strategies import HEAD_BASE, Arm, arm_score
+
+    score = arm_score(strategy, Arm())
+    run(
+        "adaptive pooling: the collection's strategy",
+        f"UPDATE judgments_collection SET pool_strategy = '{strategy}' WHERE id = {collection_id}",
+    )
+    run(
+        "adaptive pooling: one arm per query and run",
+        "INSERT INTO judgments_poolarm (collection_id, query_id, label, strategy, tasks, "
+        "floor_count, position, head_id, judged, relevant, front, score) "
+        f"SELECT {collection_id}, t.query_id, s.label, '{strategy}', "
+        "jsonb_agg(t.id ORDER BY s.rank, t.id), 0, 0, (array_agg(t.id ORDER BY s.rank, t.id))[1], "
+        f"0, 0, 0, {score} FROM judgments_reviewtask t JOIN judgments_tasksource s "
+        f"ON s.task_id = t.id WHERE t.collection_id = {collection_id} AND t.status = 'pending' "
+        "GROUP BY t.query_id, s.label",
+    )
+    run(
+        "adaptive pooling: the heads' priorities",
+        f"UPDATE judgments_reviewtask SET priority = {HEAD_BASE + score} "
+        "WHERE id IN (SELECT head_id FROM judgments_poolarm)",
+    )
 
 
 def describe() -> str:

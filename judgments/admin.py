@@ -86,6 +86,10 @@ class CollectionAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     #: Set once, on "Add collection".
     set_on_add = ("scale", "relevant_grade", "unit", "slug")
+    # The assessor settings change through update_collection_settings (the API's PATCH),
+    # which gives open tasks their slots and keeps judgments as assessments; model_labels
+    # too (the API, or the judges page), which checks the name against the judges; the
+    # pooling strategy too (back to depth, it gives raised tasks the depth order again).
     readonly_fields = [
         "slug",
         "unit",
@@ -96,6 +100,8 @@ class CollectionAdmin(admin.ModelAdmin):
         "resolution_policy",
         "adjudicate_distance",
         "model_labels",
+        "pool_strategy",
+        "pool_floor",
         "settings_and_members",
     ]
 

@@ -7,16 +7,21 @@ from typing import Any
 from django import forms
 
 from judgments.models import Collection
+from judgments.pool_strategies import Strategy
+from judgments.services import InvariantError
 from judgments.uploads import within_upload_limit
 from verity_eval.params import UNJUDGED_POLICIES, parse_ks
 from verity_limits import INT16_MAX, NOTE_MAX
 
 from .models import DedupPolicy, OrderRule, Run, UnitMapping
+from .services import check_pool_strategy
 from .upload_options import RunImportOptions
 
 
 class RunUploadForm(RunImportOptions):
-    field_order = ["file", "name", "description", "order", "dedup", "pool_depth"]  # box last
+    field_order = [
+        *("file", "name", "description", "order", "dedup", "pool_depth", "pool_strategy")
+    ]  # the box last
     file = forms.FileField(
         label="Run file",
         validators=[within_upload_limit],
@@ -46,10 +51,29 @@ class RunUploadForm(RunImportOptions):
         "join the review queue (0: none).",
     )
 
+    pool_strategy = forms.CharField(
+        label="Pooling strategy",
+        required=False,
+        max_length=40,
+        help_text="The order in which this run's pooled items are served: depth, mtf, bandit, "
+        "or 'depth 5 + bandit' (every run's first 5 first). Empty: the collection's.",
+    )
+
     def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.collection = collection
         self.fields["pool_depth"].initial = collection.pool_depth
+        self.fields["pool_strategy"].widget.attrs["placeholder"] = str(
+            Strategy(collection.pool_strategy, collection.pool_floor)
+        )
+
+    def clean_pool_strategy(self) -> str:
+        value = self.cleaned_data["pool_strategy"].strip()
+        try:
+            check_pool_strategy(self.collection, value)
+        except InvariantError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return value
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]

@@ -53,9 +53,12 @@ def start_run_import(
     ignore_unknown_queries: bool = False,
     by: Any = None,
     via: str = "api",
+    pool_strategy: str | None = None,
 ) -> Job:
     """Queue the import of an uploaded run file (kept as the job's input). ``via``:
     ``"form"`` when the upload form started it, whose labels a refusal then names."""
+    # Named only when given: the collection's strategy is read when the job runs.
+    chosen = {"pool_strategy": pool_strategy} if pool_strategy else {}
     return create_job(
         kind=JobKind.RUN_IMPORT,
         task=import_run_task,
@@ -70,6 +73,7 @@ def start_run_import(
             "pool_depth": pool_depth,
             "ignore_unknown_queries": ignore_unknown_queries,
             "via": via,
+            **chosen,
         },
         input_file=upload,
         input_name=filename,
@@ -119,6 +123,7 @@ def _import_run(job: Job, progress: JobProgress) -> None:
                     progress=progress,
                     pool_depth=p.get("pool_depth"),
                     ignore_unknown_queries=p.get("ignore_unknown_queries", False),
+                    pool_strategy=p.get("pool_strategy"),
                 )
                 complete(job, progress, run_import_result(report))
         except RunImportError as exc:

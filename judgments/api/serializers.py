@@ -27,6 +27,7 @@ from judgments.models import (
     Role,
     Snapshot,
 )
+from judgments.pool_strategies import STRATEGIES
 from judgments.resolution import POLICIES
 from judgments.selectors import may_adjudicate, may_see_labels
 from verity_limits import ID_MAX, INT32_MAX, NAME_MAX, NOTE_MAX
@@ -96,6 +97,8 @@ class CollectionSerializer(serializers.ModelSerializer):
             "adjudicate_distance",
             "n_unresolved",
             "model_labels",
+            "pool_strategy",
+            "pool_floor",
             "created_at",
             "role",
             "n_queries",
@@ -157,6 +160,19 @@ class CollectionSettingsInput(serializers.Serializer):
         help_text="'' (the default): no model-made label enters a snapshot. A judge's name: "
         "at freeze, its current proposal labels each pair no person judged or assessed, "
         "counted by judge in the snapshot and every report.",
+    )
+    pool_strategy = serializers.ChoiceField(
+        required=False,
+        choices=list(STRATEGIES),
+        help_text="The order of pooled pairs within a query for runs imported from now on: "
+        "depth, mtf (move-to-front) or bandit (MaxMean); docs/POOLING.md. Back to depth, "
+        "the queue's order is the depth rule's again.",
+    )
+    pool_floor = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=10_000,
+        help_text="With mtf or bandit: every run's first K pooled items are served first.",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

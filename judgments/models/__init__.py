@@ -28,6 +28,7 @@ from .collections import (
 from .focus import FocusPair, FocusSet
 from .immutable import AppendOnlyModel, FrozenModel, ImmutableModel, ImmutableQuerySet
 from .judgments import ChangeSource, Judgment, JudgmentChange, QueryStatusChange
+from .pool_arms import PoolArm
 from .queries import (
     EvidenceCondition,
     Item,
@@ -72,6 +73,7 @@ __all__ = [
     "JudgmentChange",
     "LabelingUnit",
     "Membership",
+    "PoolArm",
     "Query",
     "QueryStatus",
     "QueryStatusChange",

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from ..pool_strategies import DEPTH, STRATEGIES, Strategy
 from ..resolution import POLICIES, SINGLE
 
 
@@ -45,6 +46,19 @@ class Collection(models.Model):
     relevant_grade = models.PositiveSmallIntegerField(default=1)
     guidelines = models.TextField(blank=True)
     pool_depth = models.PositiveIntegerField(default=10)
+    pool_strategy = models.CharField(
+        max_length=16,
+        choices=[(s, s) for s in STRATEGIES],
+        default=DEPTH,
+        help_text="The order in which pooled pairs are served within a query: depth (every "
+        "run to the pool depth, most-surfaced first), mtf (move-to-front) or bandit (MaxMean); "
+        "docs/POOLING.md. Runs imported afterwards use it unless their import names another.",
+    )
+    pool_floor = models.PositiveIntegerField(
+        default=0,
+        help_text="With mtf or bandit: every run's first K pooled items are served before "
+        "any adaptive choice (0: none).",
+    )
     holds_whole_corpus = models.BooleanField(
         default=False,
         help_text="Every item of the corpus is imported: a run naming an item the collection "
@@ -90,6 +104,9 @@ class Collection(models.Model):
             models.CheckConstraint(
                 condition=Q(resolution_policy__in=POLICIES), name="collection_policy_valid"
             ),
+            models.CheckConstraint(
+                condition=Q(pool_strategy__in=STRATEGIES), name="collection_pool_strategy_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -110,6 +127,11 @@ class Collection(models.Model):
 
     def is_relevant_grade(self, grade: int) -> bool:
         return grade >= self.relevant_grade
+
+    @property
+    def pooling(self) -> str:
+        """The pooling strategy as a reader writes it, e.g. ``depth 5 + bandit``."""
+        return str(Strategy(self.pool_strategy, self.pool_floor))
 
     @property
     def has_overlap(self) -> bool:

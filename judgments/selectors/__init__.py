@@ -75,6 +75,7 @@ from .snapshots import (
     frozen_unjudged,
     snapshot_canonical_lines,
     snapshot_of,
+    snapshot_assessor_lines,
     snapshot_trec_lines,
 )
 
@@ -136,6 +137,7 @@ __all__ = [
     "snapshot_bundle_of",
     "snapshot_canonical_lines",
     "snapshot_of",
+    "snapshot_assessor_lines",
     "snapshot_trec_lines",
     "status_change_plan",
     "task_for_review",

@@ -20,6 +20,7 @@ from ..models import (
 from ..snapshots import (
     SECTIONS,
     Overlap,
+    assessment_line,
     canonical_lines,
     frozen_qid,
     header_lines,
@@ -182,6 +183,15 @@ def snapshot_trec_lines(
             )
     rows.sort()
     return (f"{q} 0 {i} {g}\n" for q, i, g in rows)
+
+
+def snapshot_assessor_lines(snapshot: Snapshot, assessor: str) -> Iterator[bytes]:
+    """One assessor's frozen assessments as the canonical form's
+    ``["assessment",QID,ITEM,ASSESSOR,GRADE]`` lines, in its order (by query, item):
+    the lines of the JSONL export that name them. ``LookupError`` as ``one_assessor``."""
+    rows = one_assessor(frozen_assessments(snapshot), assessor, f"snapshot v{snapshot.number}")
+    rows.sort()
+    return (assessment_line(q, i, assessor, g) for q, i, g in rows)
 
 
 def _stored_trec_lines(blocks: QuerySet[SnapshotQuery], with_unjudged: bool) -> Iterator[str]:

@@ -13,6 +13,7 @@ from verity_limits import GRADE_MAX
 from ..extensions import label_source
 from ..locks import lock_collection
 from ..models import Assessment, Collection, LabelingUnit, Role
+from ..pool_strategies import DEPTH, Strategy
 from ..resolution import POLICIES
 from ..selectors.settings import (
     judgments_without_assessment,
@@ -21,7 +22,8 @@ from ..selectors.settings import (
 )
 from .errors import InvariantError
 from .members import set_membership
-from .pooling import fill_slots
+from .pool_arms import stop_adaptive_pooling
+from .pooling import PRIORITY_SQL, fill_slots
 
 #: Slugs that name pages, not collections (``/c/new/``).
 RESERVED_SLUGS = frozenset({"new"})
@@ -127,6 +129,8 @@ COLLECTION_SETTINGS = (
     "resolution_policy",
     "adjudicate_distance",
     "model_labels",
+    "pool_strategy",
+    "pool_floor",
 )
 
 
@@ -206,7 +210,10 @@ def update_collection_settings(
 ) -> Collection:
     """Change a collection's settings: name, description, guidelines, pool depth,
     whether it holds its whole corpus (then runs naming items it lacks are refused), and
-    how several assessors per item are resolved (assessors per item, resolution policy,
+    the pooling strategy (``pool_strategy``: depth, mtf or bandit, and ``pool_floor``:
+    every run's first K served first; for runs imported afterwards; back to depth, the
+    queue's order becomes the depth rule's again), how several assessors per item are
+    resolved (assessors per item, resolution policy,
     adjudicate distance), and whether a model judge's proposals become labels at freeze
     where no person assessed (``model_labels``: '' or a judge's name). Going from one
     assessor per item to several keeps every judgment as its reviewer's assessment and
@@ -236,10 +243,12 @@ def update_collection_settings(
     _check_overlap_settings(changes)
     if changes.get("model_labels", collection.model_labels) != collection.model_labels:
         _check_model_labels(collection, changes)
+    _check_pooling(collection, changes)
     given, collection = collection, lock_collection(collection.pk)
     changed = {k: v for k, v in changes.items() if getattr(collection, k) != v}
     before = {k: getattr(collection, k) for k in changed}
     was = collection.assessors_per_item
+    stops_adapting = collection.pool_strategy != DEPTH and changed.get("pool_strategy") == DEPTH
     for name, value in changes.items():
         setattr(given, name, value)  # the caller's copy must not serve stale settings
     if not changed:
@@ -252,6 +261,10 @@ def update_collection_settings(
         _start_overlap(collection)
     elif 1 < was < now:
         _fill_slots(collection, unresolved_first_slots(collection))
+    if stops_adapting:
+        stop_adaptive_pooling(
+            collection_id=collection.pk, depth_sql=PRIORITY_SQL.format(n="s.n", best="s.best")
+        )
     record(
         "collection.settings",
         actor=actor,
@@ -262,3 +275,14 @@ def update_collection_settings(
         request=request,
     )
     return collection
+
+
+def _check_pooling(collection: Collection, changes: dict[str, Any]) -> None:
+    name = changes.get("pool_strategy", collection.pool_strategy)
+    floor = changes.get("pool_floor", collection.pool_floor)
+    if name == DEPTH and "pool_strategy" in changes and "pool_floor" not in changes:
+        floor = changes["pool_floor"] = 0  # back to depth: the floor goes with the strategy
+    try:
+        Strategy(name, floor)
+    except ValueError as exc:
+        raise InvariantError(str(exc)) from None

@@ -33,6 +33,7 @@ from ..models import (
 from ._common import User
 from .errors import InvariantError, JudgmentConflict
 from .judgment_writes import insert_judgment, update_judgment
+from .pool_arms import observe_judgment
 from .queue import DEFAULT_LEASE
 
 
@@ -137,6 +138,7 @@ def _record(
         if made is None:
             _refused_create(query, item, client_key)
         pk, change_id = made
+        observe_judgment(collection=collection, query_id=query.pk, item_id=item.pk, grade=grade)
         judgment = Judgment(
             pk=pk,
             query=query,
@@ -462,6 +464,7 @@ def judge_task(
                     stored.query, stored.item = query, item
                     return stored, False  # a retry that raced its first send
             _refused_create(query, item, client_key)
+        observe_judgment(collection=collection, query_id=query_id, item_id=item_id, grade=grade)
         judgment = Judgment(
             pk=made[0],
             query=query,

@@ -21,6 +21,8 @@ from jobs.progress import Progress
 
 from ..locks import share_collection
 from ..models import Collection, Item, Judgment, Query, ReviewTask, TaskSource
+from ..pool_strategies import HEAD_BASE, URGENT, Strategy
+from .pool_arms import build_arms, judged_counts, raise_floor
 
 RAW = "verity_pool_raw"  # as given: (query pk, item pk or external id, rank, stage)
 PAIRS = "verity_pool_pairs"  # one row per (query, item, stage), best rank; unjudged only
@@ -28,7 +30,7 @@ PAIRS = "verity_pool_pairs"  # one row per (query, item, stage), best rank; unju
 #: A task at or above this priority was asked for by name (e.g. the pairs that could change
 #: a comparison): it is served before any pooled order, and no pooling strategy or later
 #: pooling lowers it. Pooled priorities stay below it.
-URGENT_PRIORITY = 1_000_000_000
+URGENT_PRIORITY = URGENT
 
 #: ``task_priority`` in SQL: n_sources * 10,000 - min(best_rank or 9,999, 9,999).
 PRIORITY_SQL = (
@@ -60,7 +62,8 @@ def queue_pairs(
             f"SELECT query_id, item_id, stage, MIN(rank) FROM {RAW} "
             "GROUP BY query_id, item_id, stage"
         )
-        outcome = _queue_staged(cursor, collection=collection, labels=labels)
+        # Named pairs are no run's: they join no arm, whatever the collection's strategy.
+        outcome = _queue_staged(cursor, collection=collection, labels=labels, strategy=Strategy())
         _drop_tables(cursor)
     return outcome
 
@@ -72,12 +75,14 @@ def pool_items(
     labels: Sequence[str],
     check_missing: Callable[[list[str]], None],
     progress: Progress | None = None,
+    strategy: Strategy | None = None,
 ) -> PoolOutcome:
     """Queue (query pk, item external id, rank, stage index) rows, creating the items the
     collection lacks as placeholders; ``check_missing(sorted ids)`` is called first and
     may refuse them by raising. The caller owns the transaction (``import_run``).
     ``progress`` hears of two phases: finding the items, then pooling (in queries per
-    stage, all at once: the statements are set-based)."""
+    stage, all at once: the statements are set-based). ``strategy`` orders the pooled
+    pairs (``pool_strategies``; the collection's, unless given)."""
     progress = progress or Progress()
     # Three set-based steps: staging the rows, creating missing items, pairing.
     progress.phase("pooling: finding the pooled items", 3)
@@ -115,26 +120,35 @@ def pool_items(
         cursor.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT query_id, stage FROM {RAW}) d")
         n_queries = cursor.fetchone()[0]
         progress.phase("pooling unjudged items", n_queries)
-        outcome = _queue_staged(cursor, collection=collection, labels=labels)
+        outcome = _queue_staged(cursor, collection=collection, labels=labels, strategy=strategy)
         progress.advance(n_queries)
         outcome.placeholders = missing
         _drop_tables(cursor)
     return outcome
 
 
-def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> PoolOutcome:
+def _queue_staged(
+    cursor, *, collection: Collection, labels: Sequence[str], strategy: Strategy | None = None
+) -> PoolOutcome:
     tasks, sources = ReviewTask._meta.db_table, TaskSource._meta.db_table
     postgres = connection.vendor == "postgresql"
     if postgres:
         cursor.execute(f"ANALYZE {PAIRS}")  # temporary tables are never auto-analysed
     share_collection(collection.pk)
-    # The slots follow the stored setting, not the caller's copy of the collection.
-    n_slots = Collection.objects.values_list("assessors_per_item", flat=True).get(pk=collection.pk)
+    # The slots and strategy follow the stored settings, not the caller's copy.
+    n_slots, stored, floor, relevant_grade = Collection.objects.values_list(
+        "assessors_per_item", "pool_strategy", "pool_floor", "relevant_grade"
+    ).get(pk=collection.pk)
+    strategy = strategy or Strategy(stored, floor)
+    # Priorities at or above this are kept: urgent ones always, and in an adaptive
+    # collection the heads and floors its runs' arms set (pool_arms).
+    ceiling = URGENT_PRIORITY if strategy.name == stored == "depth" else HEAD_BASE
     if postgres:
         cursor.execute(
             f"SELECT id FROM {Query._meta.db_table} WHERE id IN "
             f"(SELECT DISTINCT query_id FROM {PAIRS}) ORDER BY id FOR UPDATE"
         )
+    prior = judged_counts(cursor, PAIRS, relevant_grade) if strategy.adaptive else {}
     cursor.execute(
         f"DELETE FROM {PAIRS} WHERE EXISTS (SELECT 1 FROM {Judgment._meta.db_table} j "
         f"WHERE j.query_id = {PAIRS}.query_id AND j.item_id = {PAIRS}.item_id)"
@@ -178,18 +192,30 @@ def _queue_staged(cursor, *, collection: Collection, labels: Sequence[str]) -> P
             f"OR excluded.rank < {sources}.rank) THEN excluded.rank ELSE {sources}.rank END",
             [label, now, stage],
         )
-    priority = PRIORITY_SQL.format(n="s.n", best="s.best")
-    # Rewrites only the tasks whose order changed (the new ones are right already). A
-    # task asked for by name (at or above URGENT_PRIORITY) keeps its priority.
-    urgent = f"{tasks}.priority >= {URGENT_PRIORITY}"
+    formula = PRIORITY_SQL.format(n="s.n", best="s.best")
+    # A task asked for by name (at or above the ceiling, URGENT_PRIORITY included) keeps
+    # its priority; the rest take the depth order.
+    priority = f"CASE WHEN {tasks}.priority >= {ceiling} THEN {tasks}.priority ELSE {formula} END"
+    # Rewrites only the tasks whose order changed (the new ones are right already).
     cursor.execute(
-        f"UPDATE {tasks} SET best_rank = s.best, "
-        f"priority = CASE WHEN {urgent} THEN {tasks}.priority ELSE {priority} END FROM "
+        f"UPDATE {tasks} SET best_rank = s.best, priority = {priority} FROM "
         f"(SELECT task_id, MIN(rank) AS best, COUNT(*) AS n FROM {sources} "
         f"WHERE task_id IN ({affected}) GROUP BY task_id) s WHERE {tasks}.id = s.task_id "
-        f"AND (({tasks}.priority <> {priority} AND NOT {urgent}) "
+        f"AND ({tasks}.priority <> {priority} "
         f"OR COALESCE({tasks}.best_rank, -1) <> COALESCE(s.best, -1))",
     )
+    if ceiling == HEAD_BASE:
+        floor = strategy.floor if strategy.adaptive else 0
+        raise_floor(cursor, pairs=PAIRS, floor=floor, urgent=URGENT_PRIORITY, depth_sql=formula)
+    if strategy.adaptive:
+        build_arms(
+            cursor,
+            collection_id=collection.pk,
+            strategy=strategy,
+            labels=labels,
+            pairs=PAIRS,
+            prior=prior,
+        )
     if n_slots > 1:
         fill_slots(cursor, collection.pk, n_slots, affected, now)
     return outcome

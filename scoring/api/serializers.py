@@ -9,8 +9,10 @@ from rest_framework import serializers
 
 from judgments.api.serializers import username_of
 from judgments.models import LabelingUnit
+from judgments.services import InvariantError
 from scoring.models import DedupPolicy, Evaluation, OrderRule, Run, RunStage, UnitMapping
 from scoring.selectors import K_MAX
+from scoring.services import check_pool_strategy
 from verity_eval.params import UNJUDGED_POLICIES
 from verity_limits import INT16_MAX, INT32_MAX, NOTE_MAX, STAGE_MAX
 
@@ -78,6 +80,21 @@ class RunUploadInput(serializers.Serializer):
         help_text="Store the run without the lines whose query the collection lacks; by "
         "default such lines refuse the file (400, with their line numbers).",
     )
+    pool_strategy = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=40,
+        help_text="The order of this run's pooled pairs: depth, mtf, bandit, or 'depth K + "
+        "bandit' (every run's first K first); empty: the collection's (docs/POOLING.md).",
+    )
+
+    def validate_pool_strategy(self, value: str) -> str:
+        try:
+            check_pool_strategy(self.context["collection"], value)
+        except InvariantError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return value.strip()
 
 
 class RunImportSerializer(serializers.Serializer):

@@ -145,7 +145,7 @@ class RunViewSet(
         return Response(data)
 
     def create(self, request: Request, slug: str) -> Response:
-        data = s.RunUploadInput(data=request.data)
+        data = s.RunUploadInput(data=request.data, context={"collection": self.collection})
         data.is_valid(raise_exception=True)
         v = data.validated_data
         collection = self.collection
@@ -169,6 +169,7 @@ class RunViewSet(
                 dedup=v["dedup"],
                 ignore_unknown_queries=v["ignore_unknown_queries"],
                 by=request.user,
+                pool_strategy=v["pool_strategy"] or None,
             )
             return job_accepted(job)
         # The same name stored meanwhile is the service's InvariantError: 409, with the
@@ -184,6 +185,7 @@ class RunViewSet(
                     dedup=v["dedup"],
                     by=request.user,
                     ignore_unknown_queries=v["ignore_unknown_queries"],
+                    pool_strategy=v["pool_strategy"] or None,
                 )
             except RunImportError as exc:
                 raise refused_file(exc, path) from None

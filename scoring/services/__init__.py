@@ -18,7 +18,7 @@ from .evaluations import (
 )
 from .exports import record_report_export
 from .mappings import import_unit_mapping
-from .runs import RunImportReport, import_run
+from .runs import RunImportReport, check_pool_strategy, import_run
 
 __all__ = [
     "RunImportError",
@@ -26,6 +26,7 @@ __all__ = [
     "SnapshotInputs",
     "StageLists",
     "canonical_params",
+    "check_pool_strategy",
     "file_sha256",
     "import_run",
     "import_unit_mapping",

@@ -14,6 +14,7 @@ from django.db import IntegrityError, connection, transaction
 
 from jobs.progress import Progress
 from judgments.models import Collection, Item, Query, ReviewTask
+from judgments.pool_strategies import DEPTH, Strategy
 from judgments.services import InvariantError, analyze_after_commit, pool_items
 from judgments.wording import counted
 from verity_limits import SLUG_MAX
@@ -167,6 +168,7 @@ def import_run(
     progress: Progress | None = None,
     pool_depth: int | None = None,
     ignore_unknown_queries: bool = False,
+    pool_strategy: str | None = None,
 ) -> RunImportReport:
     """Store a run file immutably and queue the unjudged items it surfaces.
 
@@ -187,8 +189,13 @@ def import_run(
     On PostgreSQL a TREC run larger than ``run_lists.CHUNK_BYTES`` is stored as it is
     read, a piece at a time (``_Writing.as_read``); anything else is read whole, then
     stored (``_Writing.after_reading``). Both store the same rows.
+
+    ``pool_strategy`` (``depth``, ``mtf``, ``bandit`` or ``depth K + mtf|bandit``; the
+    collection's, unless given) orders this run's pooled pairs (docs/POOLING.md). An
+    adaptive one needs an adaptive collection: its judgments are what move the order.
     """
     progress = progress or Progress()
+    strategy = check_pool_strategy(collection, pool_strategy)
     if not _RUN_NAME.fullmatch(name):
         raise InvariantError(
             f"run name {name[:40]!r} must be 1 to {SLUG_MAX} letters, digits, '-' or '_', "
@@ -242,6 +249,7 @@ def import_run(
             collection=collection, path=path, missing=missing
         ),
         progress=progress,
+        strategy=strategy,
     )
     report.placeholders_created = report.unknown.item_ids = len(outcome.placeholders)
     report.unjudged_found, report.newly_queued = outcome.unjudged, outcome.queued
@@ -259,6 +267,24 @@ def import_run(
         rows=sum(s.n_queries for s in report.stages) + outcome.queued + len(outcome.placeholders),
     )
     return report
+
+
+def check_pool_strategy(collection: Collection, text: str | None) -> Strategy | None:
+    """The strategy ``text`` names for a run of ``collection`` (``None``: empty, the
+    collection's); refused, saying why, when unknown or adaptive in a depth collection."""
+    if text is None or not text.strip():
+        return None
+    try:
+        strategy = Strategy.parse(text)
+    except ValueError as exc:
+        raise InvariantError(str(exc)) from None
+    if strategy.adaptive and collection.pool_strategy == DEPTH:
+        raise InvariantError(
+            f"pooling strategy '{strategy}' needs a collection whose judgments move the "
+            f"order: collection '{collection.slug}' pools by depth; set its pool_strategy "
+            "to mtf or bandit first (collection settings), or import with 'depth'"
+        )
+    return strategy
 
 
 def _count_lines(path: Path) -> int:

@@ -74,6 +74,7 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
                     ignore_unknown_queries=v["ignore_unknown_queries"],
                     by=request.user,
                     via="form",
+                    pool_strategy=v["pool_strategy"] or None,
                 )
                 return redirect("jobs:job", pk=job.pk)
         else:

@@ -227,6 +227,20 @@ def test_one_assessors_qrels_export_by_command_and_api(run_command, two_assessor
     assert response.status_code == 200
     assert b"".join(response.streaming_content).decode() == _qrels(bob)
     assert client.get(f"{api}/snapshots/1/qrels?assessor=carol").status_code == 404
+    # In JSONL: the canonical form's lines that name bob, and only those.
+    response = client.get(f"{api}/snapshots/1/qrels?assessor=bob&format=jsonl")
+    assert response.status_code == 200 and response["Content-Type"] == "application/jsonl"
+    mine = b"".join(response.streaming_content).decode().splitlines()
+    whole = b"".join(client.get(f"{api}/snapshots/1/qrels?format=jsonl").streaming_content)
+    assert mine == [
+        line
+        for line in whole.decode().splitlines()
+        if line.startswith('["assessment"') and '"bob",' in line
+    ]
+    assert sorted(json.loads(line)[1:3] + [json.loads(line)[4]] for line in mine) == sorted(
+        [q, i, g] for (q, i), g in bob.items()
+    )
+    assert client.get(f"{api}/snapshots/1/qrels?assessor=carol&format=jsonl").status_code == 404
     agreement_json = client.get(f"{api}/agreement/?snapshot=1").json()
     assert agreement_json["assessors"] == ["alice", "bob"]
     assert agreement_json == json.loads(

@@ -214,3 +214,24 @@ def test_a_grade_given_on_the_ranked_list_returns_to_it(client, eve, recall_v1):
     assert saved.status_code == 302 and saved["Location"] == "/c/recall-example/runs/r/q/C/"
     assert elsewhere["Location"].startswith("/c/recall-example/q/C/")
     assert "1 relevant" in text(client.get("/c/recall-example/runs/r/q/C/"))
+
+
+def test_the_upload_form_takes_a_pooling_strategy(client, eve, jobs_inline):
+    from judgments.models import PoolArm
+    from judgments.services import update_collection_settings
+
+    refused = upload(client, "greedy", pool_strategy="bandit")
+    assert refused.status_code == 400
+    assert "pools by depth; set its pool_strategy to mtf or bandit first" in text(refused)
+    update_collection_settings(collection=eve_collection(eve), pool_strategy="mtf")
+    form = client.get("/c/recall-example/runs/").content.decode()
+    assert 'name="pool_strategy"' in form and 'placeholder="mtf"' in form
+    with jobs_inline():
+        posted = upload(client, "floored", pool_strategy="depth 1 + bandit")
+    assert posted.status_code == 302
+    arms = PoolArm.objects.filter(label="run floored")
+    assert arms.exists() and set(arms.values_list("strategy", flat=True)) == {"bandit"}
+
+
+def eve_collection(user):
+    return user.memberships.get().collection

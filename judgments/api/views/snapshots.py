@@ -31,6 +31,7 @@ from judgments.selectors import (
     diff_snapshots,
     may_see_assessments,
     snapshot_canonical_lines,
+    snapshot_assessor_lines,
     snapshot_of,
     snapshot_trec_lines,
 )
@@ -190,8 +191,10 @@ def _encoded(lines: Iterator[str]) -> Iterator[bytes]:
         OpenApiParameter(
             "assessor",
             OpenApiTypes.STR,
-            description="trec: this assessor's frozen assessments instead of the resolved "
-            "labels (a collection with several assessors per item).",
+            description="This assessor's frozen assessments instead of the resolved "
+            "labels (a collection with several assessors per item): trec gives "
+            "`qid 0 docid grade` lines, jsonl the canonical form's "
+            '`["assessment",QID,ITEM,ASSESSOR,GRADE]` lines that name them.',
         ),
     ],
     responses={
@@ -218,8 +221,6 @@ class QrelsView(CollectionScoped, APIView):
             raise serializers.ValidationError({"with_unjudged": f"{flag!r} is not 1 or 0"})
         snapshot = snapshot_of(self.collection, number)
         assessor = request.query_params.get("assessor") or None
-        if assessor is not None and fmt != "trec":
-            raise serializers.ValidationError({"assessor": "exports TREC qrels only"})
         if (assessor is not None or fmt == "jsonl") and not may_see_assessments(
             request.user, self.collection
         ):  # one assessor's labels, or the canonical form that keeps every assessment
@@ -233,7 +234,9 @@ class QrelsView(CollectionScoped, APIView):
         else:
             try:
                 chunks = (
-                    snapshot_canonical_lines(snapshot)
+                    snapshot_assessor_lines(snapshot, assessor)
+                    if fmt == "jsonl" and assessor is not None
+                    else snapshot_canonical_lines(snapshot)
                     if fmt == "jsonl"
                     else _encoded(
                         snapshot_trec_lines(snapshot, with_unjudged=flag in TRUE, assessor=assessor)

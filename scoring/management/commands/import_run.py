@@ -46,6 +46,12 @@ class Command(BaseCommand):
             help="store the run without the lines whose query the collection lacks (by "
             "default they refuse the file)",
         )
+        parser.add_argument(
+            "--pool-strategy",
+            metavar="STRATEGY",
+            help="the order of this run's pooled pairs: depth, mtf, bandit, or "
+            "'depth K + bandit' (default: the collection's; docs/POOLING.md)",
+        )
         parser.add_argument("--by", metavar="USERNAME")
         parser.add_argument(
             "--quiet", action="store_true", help="no progress bar (there is none off a terminal)"
@@ -69,6 +75,7 @@ class Command(BaseCommand):
                 by=by,
                 progress=command_progress(self, quiet=options["quiet"]),
                 ignore_unknown_queries=options["ignore_unknown_queries"],
+                pool_strategy=options["pool_strategy"],
             )
         except RunImportError as exc:
             listed = exc.errors[:MAX_LISTED]
