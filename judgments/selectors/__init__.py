@@ -73,9 +73,9 @@ from .snapshots import (
     frozen_labels_by_source,
     frozen_queries,
     frozen_unjudged,
+    snapshot_assessor_lines,
     snapshot_canonical_lines,
     snapshot_of,
-    snapshot_assessor_lines,
     snapshot_trec_lines,
 )
 
@@ -134,10 +134,10 @@ __all__ = [
     "reviewer_stats",
     "role_of",
     "search_items",
+    "snapshot_assessor_lines",
     "snapshot_bundle_of",
     "snapshot_canonical_lines",
     "snapshot_of",
-    "snapshot_assessor_lines",
     "snapshot_trec_lines",
     "status_change_plan",
     "task_for_review",

@@ -237,8 +237,9 @@ def test_one_assessors_qrels_export_by_command_and_api(run_command, two_assessor
         for line in whole.decode().splitlines()
         if line.startswith('["assessment"') and '"bob",' in line
     ]
-    assert sorted(json.loads(line)[1:3] + [json.loads(line)[4]] for line in mine) == sorted(
-        [q, i, g] for (q, i), g in bob.items()
+    fields = [json.loads(line) for line in mine]
+    assert sorted((q, i, g) for _, q, i, _, g in fields) == sorted(
+        (q, i, g) for (q, i), g in bob.items()
     )
     assert client.get(f"{api}/snapshots/1/qrels?assessor=carol&format=jsonl").status_code == 404
     agreement_json = client.get(f"{api}/agreement/?snapshot=1").json()

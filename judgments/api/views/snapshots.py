@@ -30,8 +30,8 @@ from judgments.models import Judgment, Role, Snapshot, TokenScope
 from judgments.selectors import (
     diff_snapshots,
     may_see_assessments,
-    snapshot_canonical_lines,
     snapshot_assessor_lines,
+    snapshot_canonical_lines,
     snapshot_of,
     snapshot_trec_lines,
 )
