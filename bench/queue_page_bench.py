@@ -276,15 +276,37 @@ def describe() -> str:
 
 
 SQL_MS: list[float] = []  # SQL time of each timed request, in the order timed
+# CPU milliseconds of each timed request: this process's (the app: middleware, view,
+# template, driver) and the PostgreSQL backend's that served it (from /proc, in clock
+# ticks, so only their sum over many requests is meaningful). CPU time does not grow
+# when other work shares the cores, so it tells what a request costs on a loaded machine,
+# where wall times measure the queue for a core as much as the request.
+CPU_MS: list[tuple[float, float]] = []
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def backend_cpu_ms() -> float | None:
+    """CPU time so far of the PostgreSQL backend of Django's connection (same machine)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:  # a server on another machine: only the app's CPU is known
+        return None
+    return (int(fields[11]) + int(fields[12])) * TICK_MS  # utime + stime
 
 
 def timed(requests: list[Callable[[], Any]]) -> list[float]:
     """Wall milliseconds of each request; its time inside the database driver goes to
-    ``SQL_MS`` (so that CPU contention on a busy machine can be told from query time)."""
+    ``SQL_MS`` (so that CPU contention on a busy machine can be told from query time) and
+    its CPU time to ``CPU_MS``."""
     from django.db import connection
 
     out = []
     for send in requests:
+        app_began, db_began = time.process_time(), backend_cpu_ms()
         spent = [0.0]
 
         def clock(
@@ -300,6 +322,13 @@ def timed(requests: list[Callable[[], Any]]) -> list[float]:
             started = time.perf_counter()
             response = send()
             out.append((time.perf_counter() - started) * 1000)
+        db_ended = backend_cpu_ms()
+        CPU_MS.append(
+            (
+                (time.process_time() - app_began) * 1000,
+                db_ended - db_began if None not in (db_began, db_ended) else 0.0,
+            )
+        )
         SQL_MS.append(spent[0] * 1000)
         assert response.status_code == 200, (response.status_code, response.content[:500])
     return out
@@ -345,11 +374,15 @@ def measure(
 
     def row(label: str, values: list[float], queries: list[dict[str, str]]) -> None:
         sql_ms = [ms for ms in SQL_MS if ms >= 0]
-        rows.append((label, values, sql_ms, len(queries)))
+        app = statistics.fmean(a for a, _ in CPU_MS)
+        db = statistics.fmean(d for _, d in CPU_MS)
+        rows.append((label, values, sql_ms, len(queries), (app, db)))
         sql[label] = queries
+        CPU_MS.clear()
 
     idle = client()
     SQL_MS.clear()
+    CPU_MS.clear()
     values = timed([lambda: idle.get(review)] * args.requests)
     row(f"GET {review} (no task held)", values, captured(lambda: idle.get(review)))
 
@@ -380,13 +413,18 @@ def measure(
         values.extend(timed([send]))
     row(f"POST {judge} (judge + next)", values, captured(judge_next()))
 
-    print(f"{'request':<46}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}{'SQL ms':>8}{'queries':>9}")
-    for label, values, sql_ms, n in rows:
+    print(
+        f"{'request':<46}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}{'SQL ms':>8}{'queries':>9}"
+        f"{'CPU ms: app + PostgreSQL':>26}"
+    )
+    for label, values, sql_ms, n, (app, db) in rows:
         print(
             f"{label:<46}{statistics.median(values):>10.1f}{percentile(values, 0.95):>9.1f}"
             f"{max(values):>9.1f}{statistics.median(sql_ms):>8.1f}{n:>9}"
+            f"{f'{app + db:.1f} = {app:.1f} + {db:.1f}':>26}"
         )
-    return {label: values for label, values, _, _ in rows}, sql
+    print("(CPU ms: the mean per request; the wall times of an idle machine come close to it)")
+    return {label: values for label, values, _, _, _ in rows}, sql
 
 
 def count_costs(repeat: int = 30) -> None:
