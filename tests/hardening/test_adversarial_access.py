@@ -509,13 +509,19 @@ def matches(expected: int | str, answer: Answer) -> bool:
 
 def what_leaks(caller: str, url: str, answer: Answer, world: World) -> list[str]:
     """What the answer tells ``caller`` that it may not know."""
+    found = what_leaks_to(READS[caller], url, answer, world)
+    if caller == "blind":
+        found += blind_leaks(url, answer.content_type, answer.body)
+    return found
+
+
+def what_leaks_to(reads: tuple[str, ...], url: str, answer: Answer, world: World) -> list[str]:
+    """Secrets, and the names and texts of collections other than ``reads``."""
     text = answer.body + "\n" + answer.location
     found = [f"a secret ({s[:6]}…)" for s in world.secrets if s and s in text]
     for slug, markers in MARKERS.items():
-        if slug not in READS[caller]:
+        if slug not in reads:
             found += [f"{slug}'s {m!r}" for m in markers if m in text]
-    if caller == "blind":
-        found += blind_leaks(url, answer.content_type, answer.body)
     return found
 
 
@@ -604,6 +610,7 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api/collections/<slug:slug>/": {
         "GET": (401, 404, 404, 200, 200, 200, 200, 200, 404),
         "POST": (401, 404, 404, 405, 405, 405, 405, 405, 404),
+        "PATCH": (401, 404, 404, 403, 403, 403, 200, 200, 404),
     },
     "api/collections/<slug:slug>/members/": {
         "GET": (401, 404, 404, 403, 403, 403, 200, 200, 404),
@@ -612,6 +619,8 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api/collections/<slug:slug>/members/<str:username>/": {
         "GET": (401, 404, 404, 403, 403, 403, 200, 200, 404),
         "POST": (401, 404, 404, 403, 403, 403, 405, 405, 404),
+        "PATCH": (401, 404, 404, 403, 403, 403, 400, 400, 404),
+        "DELETE": (401, 404, 404, 403, 403, 403, 204, 204, 404),
     },
     "api/collections/<slug:slug>/queries/": {
         "GET": (401, 404, 404, 200, 200, 200, 200, 200, 404),
@@ -620,6 +629,7 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api/collections/<slug:slug>/queries/<external_id:qid>/": {
         "GET": (401, 404, 404, 200, 200, 200, 200, 200, 404),
         "POST": (401, 404, 404, 405, 405, 405, 405, 405, 404),
+        "PATCH": (401, 404, 404, 400, 403, 400, 400, 400, 404),
     },
     "api/collections/<slug:slug>/items/": {
         "GET": (401, 404, 404, 200, 200, 200, 200, 200, 404),
@@ -636,6 +646,8 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api/collections/<slug:slug>/judgments/<int:pk>/": {
         "GET": (401, 404, 404, 200, 403, 200, 200, 200, 404),
         "POST": (401, 404, 404, 405, 403, 405, 405, 405, 404),
+        "PATCH": (401, 404, 404, 428, 403, 428, 428, 428, 404),
+        "DELETE": (401, 404, 404, 428, 403, 428, 428, 428, 404),
     },
     "api/collections/<slug:slug>/tasks/": {
         "GET": (401, 404, 404, 200, 200, 200, 200, 200, 404),
@@ -760,6 +772,7 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
     "api/tokens/<int:pk>/": {
         "GET": (401, 404, 404, 404, 404, 200, 404, 404, 404),
         "POST": (401, 405, 405, 405, 405, 405, 405, 405, 405),
+        "DELETE": (401, 404, 404, 404, 404, 200, 404, 404, 404),
     },
     "^api/": {
         "GET": (404, 404, 404, 404, 404, 404, 404, 404, 404),
@@ -1012,3 +1025,97 @@ def test_each_door_answers_each_caller_as_the_table_says(route, world):
 def test_every_row_of_the_table_is_a_pattern():
     stale = sorted(set(TABLE) - {route for route, _ in ROUTES})
     assert not stale, f"rows for URL patterns the project no longer has: {stale}"
+
+
+# -- API tokens -----------------------------------------------------------------------------
+
+# The token callers: (key name in World.keys, the collections its answers may name).
+TOKEN_CALLERS = {
+    "expired": ("alpha",),  # ada's, admin scope: expired a minute ago
+    "revoked": ("alpha",),  # ada's, admin scope, revoked
+    "read": ("alpha",),  # ada's (admin of alpha), read scope
+    "judge": ("alpha",),  # ada's, judge scope
+    "beta_only": ("beta",),  # the superuser's, limited to beta, used on alpha
+    "removed": (),  # rex's, admin scope, made before his membership was deleted
+}
+# Operations whose token scope is not the method's default (read for GET, admin for the
+# rest): ``judgments.api.auth.scope_needed`` and each view's ``token_scopes``.
+JUDGE_SCOPE = {
+    "PATCH api/collections/<slug:slug>/queries/<external_id:qid>/",
+    "POST api/collections/<slug:slug>/judgments/",
+    "PATCH api/collections/<slug:slug>/judgments/<int:pk>/",
+    "DELETE api/collections/<slug:slug>/judgments/<int:pk>/",
+    "POST api/collections/<slug:slug>/tasks/claim/",
+    "POST api/collections/<slug:slug>/tasks/<int:pk>/skip/",
+    "POST api/collections/<slug:slug>/tasks/<int:pk>/judge/",
+}
+READ_SCOPE_WRITES = {
+    "POST api/collections/<slug:slug>/snapshots/<int:number>/exports/",  # reading qrels
+    "DELETE api/tokens/<int:pk>/",  # a leaked token can always be revoked with itself
+}
+# Not the API's: no token is read there (anyone may read the schema and its docs).
+# The schema and its docs are public and hold no data; a bad token sent there is the
+# client's own mistake (401 or 403 from DRF's schema view, as anywhere in the API).
+PUBLIC = {"api/schema/", "api/docs/", "api/redoc/", "api/redoc/redoc.standalone.js", "^api/"}
+SCOPE_RANK = {"read": 1, "judge": 2, "admin": 3}
+
+
+def scope_of(method: str, route: str) -> str:
+    operation = f"{method} {route}"
+    if operation in JUDGE_SCOPE:
+        return "judge"
+    if operation in READ_SCOPE_WRITES or method == "GET":
+        return "read"
+    return "admin"
+
+
+def token_expectation(token: str, method: str, route: str) -> int | str:
+    """What ``token`` gets for ``method route`` of alpha, from the session table's row."""
+    row = dict(zip(CALLERS, TABLE[route][method], strict=True))
+    if route in PUBLIC:
+        return row["anon"]
+    if token in ("expired", "revoked"):
+        return 401
+    if token in ("read", "judge"):
+        return row["admin"] if SCOPE_RANK[token] >= SCOPE_RANK[scope_of(method, route)] else 403
+    if token == "removed":
+        return row["removed"]
+    if "<slug:slug>" not in route and row["admin"] == 405:
+        return 405  # no collection named: the method is refused first
+    return BETA_ONLY.get(f"{method} {route}", 403)  # beta_only
+
+
+# The token limited to beta, used where no collection is named: its own tokens and the
+# collection list (narrowed to beta) answer; alpha's jobs do not (403: the token says).
+BETA_ONLY = {
+    "GET api/collections/": 200,
+    "GET api/tokens/": 200,
+    "GET api/tokens/<int:pk>/": 404,  # the evaluator's token: not the token owner's
+    "DELETE api/tokens/<int:pk>/": 404,
+}
+
+API_ROUTES = [route for route, _ in ROUTES if route.startswith("api/") and route not in PUBLIC]
+
+
+@pytest.mark.parametrize("route", API_ROUTES)
+def test_each_api_token_gets_what_its_scope_and_its_users_roles_allow(route, world):
+    wrong, leaked = [], []
+    url = fill(route, world.homes["alpha"], world)
+    for method in TABLE[route]:
+        for token, reads in TOKEN_CALLERS.items():
+            client = Client(HTTP_AUTHORIZATION=f"Token {world.keys[token]}")
+            answer = request(client, method, url, BODIES.get((method, route)))
+            want = token_expectation(token, method, route)
+            if not matches(want, answer):
+                wrong.append(
+                    f"  {token:<9} {method} {url}: expected {want}, got {outcome(answer)}: "
+                    f"{answer.body[:200]}"
+                )
+            if answer.status in (401, 403) and not answer.body.startswith('{"detail":'):
+                wrong.append(f"  {token:<9} {method} {url}: a refusal without a reason")
+            leaked += [
+                f"  {token:<9} {method} {url}: {w}"
+                for w in what_leaks_to(reads, url, answer, world)
+            ]
+    assert not wrong, f"{route}\n" + "\n".join(wrong)
+    assert not leaked, f"{route}: answers tell tokens what they may not know\n" + "\n".join(leaked)
