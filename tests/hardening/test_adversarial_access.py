@@ -66,7 +66,7 @@ from django.utils import timezone
 
 import verity_eval as engine
 from jobs.models import Job, JobKind, JobState
-from judges.models import JudgeConfig
+from judges.models import JudgeConfig, ProposalDecision
 from judgments.models import ApiToken, Judgment, Membership, ReviewTask, Role, TokenScope
 from judgments.services import (
     create_api_token,
@@ -90,6 +90,8 @@ OIDC_SECRET = "OIDC-CLIENT-SECRET-d41d8cd98f"
 JUDGE_KEY_ENV = "VERITY_TEST_ADVERSARIAL_JUDGE_KEY"
 JUDGE_KEY = "sk-JUDGE-KEY-8f14e45fceea167a"
 ISSUER = "https://idp.example.invalid/realms/verity"
+# alpha's other assessors: names a blind reviewer (ana) never reads.
+BEN, CID = "assessor-ben", "assessor-cid"
 
 # What each collection holds that only its members (and superusers) may read.
 MARKERS = {
@@ -189,10 +191,10 @@ def build_home(
         # As tests/judgments/test_blind_doors.py: ana gave 3 where ben gave 0 (resolved
         # 0), and never assessed (q1, i2), which ben and cid gave 2.
         record_assessment(query=query, item=i1, grade=3, assessor=users["ana"], note="ana-own")
-        record_assessment(query=query, item=i1, grade=0, assessor=users["ben"], note=SECRETS[0])
+        record_assessment(query=query, item=i1, grade=0, assessor=users[BEN], note=SECRETS[0])
         freeze_snapshot(collection=collection, by=evaluator)
-        record_assessment(query=query, item=i2, grade=2, assessor=users["ben"], note=SECRETS[0])
-        record_assessment(query=query, item=i2, grade=2, assessor=users["cid"], note=SECRETS[1])
+        record_assessment(query=query, item=i2, grade=2, assessor=users[BEN], note=SECRETS[0])
+        record_assessment(query=query, item=i2, grade=2, assessor=users[CID], note=SECRETS[1])
     else:
         record_judgment(
             query=query, item=i1, grade=3, reviewer=users["rita"], expected_version=None
@@ -210,7 +212,14 @@ def build_home(
     JudgeConfig.objects.create(
         collection=collection, name="local-baseline", api_key_env=JUDGE_KEY_ENV
     )
-    make_proposal(query=query, item=i1, grade=3)
+    proposal = make_proposal(query=query, item=i1, grade=3)
+    make_proposal(query=query, item=i2, grade=2)  # the resolved label of (q1, i2)
+    if blind:
+        # A decision made while the collection still had one assessor per item (its
+        # judgments became assessments): ben overrode the model's 3 with his 0.
+        ProposalDecision.objects.create(
+            proposal=proposal, user=users[BEN], outcome="overridden", grade=0, judgment_version=1
+        )
     i3 = make_item(collection, external_id="i3", title="third item", text=item_text)
     task = ReviewTask.objects.create(collection=collection, query=query, item=i3, source="run x")
 
@@ -235,7 +244,7 @@ def build_home(
         export_job=export_job.pk,
         failed_job=job(JobState.FAILED).pk,
         queued_job=job(JobState.QUEUED).pk,
-        member="ben" if blind else "rita",
+        member=BEN if blind else "rita",
     )
 
 
@@ -247,8 +256,8 @@ def attach_file(job: Job, content: bytes) -> None:
 
 ALPHA_ROLES = {
     "ana": Role.REVIEWER,
-    "ben": Role.REVIEWER,
-    "cid": Role.REVIEWER,
+    BEN: Role.REVIEWER,
+    CID: Role.REVIEWER,
     "eve": Role.EVALUATOR,
     "ada": Role.ADMIN,
     "rex": Role.EVALUATOR,  # removed once he has a session and a job
@@ -257,7 +266,7 @@ BETA_ROLES = {"bob": Role.ADMIN, "rita": Role.REVIEWER}
 
 
 def build_world(tmp: Path) -> World:
-    users = {name: make_user(name) for name in ("olga", "bob", "rita", "ana", "ben", "cid")}
+    users = {name: make_user(name) for name in ("olga", "bob", "rita", "ana", BEN, CID)}
     users |= {name: make_user(name) for name in ("eve", "ada", "rex")}
     users["root"] = get_user_model().objects.create_superuser("root")
     homes = {
@@ -512,6 +521,7 @@ def what_leaks(caller: str, url: str, answer: Answer, world: World) -> list[str]
     found = what_leaks_to(READS[caller], url, answer, world)
     if caller == "blind":
         found += blind_leaks(url, answer.content_type, answer.body)
+        found += [f"the name of {name}" for name in (BEN, CID) if name in answer.body]
     return found
 
 
@@ -758,7 +768,7 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
         "POST": (401, 405, 405, 405, 405, 405, 405, 405, 405),
     },
     "api/collections/<slug:slug>/judges/<slug:judge>/proposals/": {
-        "GET": (401, 404, 404, 200, 200, 200, 200, 200, 404),
+        "GET": (401, 404, 404, 200, 403, 200, 200, 200, 404),
         "POST": (401, 404, 404, 403, 403, 202, 202, 202, 404),
     },
     "api/collections/<slug:slug>/judges/<slug:judge>/calibration/": {
@@ -959,7 +969,7 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
         "POST": (login, 404, 404, 403, 403, 302, 302, 302, 404),
     },
     "c/<slug:slug>/judges/<slug:judge>/proposals/": {
-        "GET": (login, 404, 404, 200, 200, 200, 200, 200, 404),
+        "GET": (login, 404, 404, 200, 403, 200, 200, 200, 404),
         "POST": (405, 405, 405, 405, 405, 405, 405, 405, 405),
     },
     "c/<slug:slug>/judges/<slug:judge>/calibration/": {
@@ -1119,3 +1129,156 @@ def test_each_api_token_gets_what_its_scope_and_its_users_roles_allow(route, wor
             ]
     assert not wrong, f"{route}\n" + "\n".join(wrong)
     assert not leaked, f"{route}: answers tell tokens what they may not know\n" + "\n".join(leaked)
+
+
+# -- another collection's objects through this one's URLs -----------------------------------
+
+
+def crossed_requests(world: World) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """alpha's URLs naming beta's objects: in the path (ids of evaluations, judgments,
+    tasks), in the query string, in a form."""
+    alpha, beta = world.homes["alpha"], world.homes["beta"]
+    crossed = []
+    for route, methods in TABLE.items():
+        if "<slug:slug>" not in route or "<int:pk>" not in route:
+            continue
+        url = fill(route, alpha, world)
+        for kind, pk in (
+            ("evaluations", (alpha.evaluation, beta.evaluation)),
+            ("judgments", (alpha.judgment, beta.judgment)),
+            ("tasks", (alpha.task, beta.task)),
+        ):
+            if f"{kind}/<int:pk>" in route:
+                url = url.replace(f"/{kind}/{pk[0]}/", f"/{kind}/{pk[1]}/")
+        crossed += [(method, url, None) for method in methods if methods[method][6] != 405]
+    pair = {"a": beta.evaluation, "b": beta.other_evaluation}
+    query = f"?a={beta.evaluation}&b={beta.other_evaluation}"
+    crossed += [
+        ("GET", f"/c/alpha/compare/{query}", None),
+        ("GET", f"/api/collections/alpha/compare/{query}", None),
+        ("GET", f"/api/collections/alpha/compare/{query}&format=csv", None),
+        ("POST", "/api/collections/alpha/compare/focus/", pair),
+        ("POST", "/c/alpha/compare/focus/", pair),
+        ("POST", "/c/alpha/compare/latest/", pair),
+        ("POST", "/c/alpha/compare/score/", {"a": beta.evaluation, "stage": "alt/"}),
+        ("POST", "/c/alpha/review/judge/", {"task": beta.task, "grade": 1}),
+        ("POST", "/c/alpha/review/skip/", {"task": beta.task}),
+    ]
+    return crossed
+
+
+@pytest.mark.parametrize("caller", ["admin", "superuser"])
+def test_another_collections_objects_through_this_ones_urls(world, caller):
+    """alpha's admin, and a superuser (who may read beta), name beta's objects through
+    alpha's URLs: 404 (or the form's 400), never beta's object, nothing changed."""
+    crossed = crossed_requests(world)
+    beta = world.homes["beta"]
+    for pk in (beta.evaluation, beta.judgment, beta.task):
+        assert any(f"/{pk}/" in url for _, url, _ in crossed), pk
+    wrong = []
+    for method, url, data in crossed:
+        answer = request(world.sessions[caller], method, url, data)
+        if answer.status not in (400, 404):
+            wrong.append(f"  {method} {url} {data or ''}: {outcome(answer)} {answer.body[:160]}")
+        wrong += [f"  {method} {url}: {w}" for w in what_leaks_to(("alpha",), url, answer, world)]
+    assert not wrong, f"{caller} reached beta through alpha:\n" + "\n".join(wrong)
+
+
+# -- jobs: the role is the one held now -----------------------------------------------------
+
+# How each kind of job is started by a member holding the role it needs: (username, the
+# role to demote them to, method, URL, form or JSON). The worker runs them after the change.
+STARTS = {
+    "qrels export (API)": ("eve", Role.REVIEWER, "/api/collections/alpha/snapshots/2/exports/"),
+    "diagnosis (API)": ("eve", Role.REVIEWER, "/api/collections/alpha/runs/sys/diagnosis/"),
+    "judging (API)": (
+        "eve",
+        Role.REVIEWER,
+        "/api/collections/alpha/judges/local-baseline/proposals/",
+    ),
+    "bundle export (page)": ("ada", Role.EVALUATOR, "/c/alpha/bundle/"),
+}
+
+
+def job_doors(job: int) -> dict[str, str]:
+    return {
+        "page": f"/jobs/{job}/",
+        "api": f"/api/jobs/{job}/",
+        "file": f"/api/jobs/{job}/file",
+    }
+
+
+@pytest.mark.parametrize("change", ["removed", "demoted"])
+@pytest.mark.parametrize("start", list(STARTS))
+def test_a_job_does_not_run_under_a_role_its_requester_lost_since(world, start, change):
+    from django.utils.module_loading import import_string
+
+    username, lower, url = STARTS[start]
+    user = world.users[username]
+    client = Client()
+    client.force_login(user)
+    last = Job.objects.order_by("-pk").values_list("pk", flat=True).first()
+    kwargs = {"data": {}}
+    if url.startswith("/api/"):
+        kwargs = {"data": "{}", "content_type": "application/json", "HTTP_PREFER": "respond-async"}
+    started = client.post(url, **kwargs)
+    assert started.status_code in (202, 302), started.content[:300]
+    job = Job.objects.filter(pk__gt=last, created_by=user).get()
+    from judgments.models import Collection
+
+    alpha = Collection.objects.get(slug="alpha")
+    set_membership(collection=alpha, user=user, role=None if change == "removed" else lower)
+
+    import_string(job.task_path).call(job.pk)  # the worker takes it now
+
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED, (job.state, job.result)
+    assert job.error.startswith(f"Not run: {username} does not hold the"), job.error
+    assert not job.result.get("file")
+    for door, where in job_doors(job.pk).items():
+        assert client.get(where).status_code == 404, door
+
+
+def test_the_removed_members_jobs_are_neither_run_nor_read_by_him(world):
+    from django.utils.module_loading import import_string
+
+    rex = world.sessions["removed"]
+    for job in (world.rex_job, world.rex_done_job):
+        for door, where in job_doors(job).items():
+            answer = request(rex, "GET", where)
+            assert answer.status == 404, (job, door, answer.status)
+            assert "q1 0 i1" not in answer.body
+        for action in ("retry", "cancel"):
+            assert request(rex, "POST", f"/jobs/{job}/{action}/").status == 404
+            assert request(rex, "POST", f"/api/jobs/{job}/{action}/").status == 404
+    queued = Job.objects.get(pk=world.rex_job)
+    assert queued.state == JobState.QUEUED
+    import_string(queued.task_path).call(queued.pk)
+    queued.refresh_from_db()
+    assert queued.state == JobState.FAILED
+    assert queued.error.startswith("Not run: rex does not hold the evaluator role")
+    assert not queued.result.get("file")
+
+
+def test_an_export_file_is_downloaded_only_by_who_may_read_it_now(world):
+    """The evaluator's finished qrels export: its author and superusers; not another
+    collection's people, not the collection's reviewers; and not its author once demoted."""
+    export = f"/api/jobs/{world.homes['alpha'].export_job}/file"
+    expected = {
+        "anon": 401,
+        "outsider": 404,
+        "stranger": 404,
+        "reviewer": 404,
+        "blind": 404,
+        "evaluator": 200,
+        "admin": 403,  # may read the qrels, but the file is its author's
+        "superuser": 200,
+        "removed": 404,
+    }
+    got = {caller: request(world.sessions[caller], "GET", export).status for caller in CALLERS}
+    assert got == expected
+    from judgments.models import Collection
+
+    alpha = Collection.objects.get(slug="alpha")
+    set_membership(collection=alpha, user=world.users["eve"], role=Role.REVIEWER)
+    assert request(world.sessions["evaluator"], "GET", export).status == 404
