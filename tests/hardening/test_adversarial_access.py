@@ -1282,3 +1282,50 @@ def test_an_export_file_is_downloaded_only_by_who_may_read_it_now(world):
     alpha = Collection.objects.get(slug="alpha")
     set_membership(collection=alpha, user=world.users["eve"], role=Role.REVIEWER)
     assert request(world.sessions["evaluator"], "GET", export).status == 404
+
+
+@pytest.mark.parametrize("change", [None, "removed", "demoted"], ids=["kept", "removed", "demoted"])
+def test_a_job_whose_requester_loses_the_role_while_it_runs_stores_nothing(
+    world, monkeypatch, change
+):
+    """The evaluator's freeze starts while she holds the role; she is removed (or made a
+    reviewer) while it freezes: no v3 is stored, the job fails saying why."""
+    import judgments.tasks
+    from judgments.models import Collection, Item, Snapshot
+
+    alpha = Collection.objects.get(slug="alpha")
+    eve = world.users["eve"]
+    record_assessment(  # a change since v2: a freeze makes v3
+        query=alpha.queries.get(),
+        item=Item.objects.get(collection=alpha, external_id="i3"),
+        grade=1,
+        assessor=world.users["ana"],
+    )
+    job = Job.objects.create(
+        kind=JobKind.SNAPSHOT_FREEZE,
+        state=JobState.QUEUED,
+        collection=alpha,
+        created_by=eve,
+        label="Freeze",
+        task_path="judgments.tasks.freeze_task",
+    )
+    freeze = judgments.tasks.freeze_snapshot
+
+    def meanwhile(**kwargs: Any) -> Any:
+        if change is not None:
+            role = None if change == "removed" else Role.REVIEWER
+            set_membership(collection=alpha, user=eve, role=role)
+        return freeze(**kwargs)
+
+    monkeypatch.setattr(judgments.tasks, "freeze_snapshot", meanwhile)
+    judgments.tasks.freeze_task.call(job.pk)
+
+    job.refresh_from_db()
+    made = Snapshot.objects.filter(collection=alpha, number=3).exists()
+    if change is None:
+        assert (job.state, made) == (JobState.DONE, True), job.error
+        return
+    assert (job.state, made) == (JobState.FAILED, False)
+    assert job.error.startswith(
+        "Not completed: eve lost the evaluator role in collection 'alpha' while this job ran"
+    ), job.error
