@@ -902,7 +902,7 @@ TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
     },
     "c/<slug:slug>/runs/": {
         "GET": (login, 404, 404, 200, 200, 200, 200, 200, 404),
-        "POST": (login, 404, 404, 404, 404, 400, 400, 400, 404),
+        "POST": (login, 404, 404, 403, 403, 400, 400, 400, 404),
     },
     "c/<slug:slug>/runs/<slug:name>/": {
         "GET": (login, 404, 404, 200, 200, 200, 200, 200, 404),
