@@ -1329,3 +1329,24 @@ def test_a_job_whose_requester_loses_the_role_while_it_runs_stores_nothing(
     assert job.error.startswith(
         "Not completed: eve lost the evaluator role in collection 'alpha' while this job ran"
     ), job.error
+
+
+def test_a_sign_in_the_provider_cannot_finish_says_so_without_the_client_secret(world):
+    """The callback of a sign-in started here, whose code exchange fails (the token
+    endpoint does not answer): a refusal page, and no client secret in it or its headers."""
+    from urllib.parse import parse_qs, urlsplit
+
+    browser = Client()
+    started = browser.get("/oidc/login/")
+    assert started.status_code == 302 and started["Location"].startswith(f"{ISSUER}/auth")
+    state = parse_qs(urlsplit(started["Location"]).query)["state"][0]
+    answer = browser.get("/oidc/callback/", {"code": "a-code", "state": state})
+    assert answer.status_code == 502, answer.status_code  # the provider did not answer
+    shown = answer.content.decode() + str(answer.headers) + started["Location"]
+    assert OIDC_SECRET not in shown
+    assert not what_leaks(
+        "anon",
+        "/oidc/callback/",
+        Answer(answer.status_code, answer.get("Location", ""), shown, answer["Content-Type"]),
+        world,
+    )
