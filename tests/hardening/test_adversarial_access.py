@@ -471,6 +471,7 @@ class Answer:
     location: str
     body: str
     content_type: str
+    cache_control: str = ""
 
 
 def request(client: Client, method: str, url: str, data: Any = None, **headers: Any) -> Answer:
@@ -495,6 +496,7 @@ def request(client: Client, method: str, url: str, data: Any = None, **headers: 
         location=response.get("Location", ""),
         body=content.decode("utf-8", "replace"),
         content_type=response.get("Content-Type", ""),
+        cache_control=response.get("Cache-Control", ""),
     )
 
 
@@ -1028,6 +1030,12 @@ def test_each_door_answers_each_caller_as_the_table_says(route, world):
                     f"  {caller:<9} {method} {url}: {w}"
                     for w in what_leaks(caller, url, answer, world)
                 ]
+                if (
+                    caller != "anon"
+                    and answer.status == 200
+                    and "private" not in (answer.cache_control)
+                ):
+                    leaked.append(f"  {caller:<9} {method} {url}: kept by shared caches")
     assert not wrong, f"{route}\n" + "\n".join(wrong)
     assert not leaked, f"{route}: answers tell callers what they may not know\n" + "\n".join(leaked)
 
