@@ -1358,3 +1358,30 @@ def test_a_sign_in_the_provider_cannot_finish_says_so_without_the_client_secret(
         Answer(answer.status_code, answer.get("Location", ""), shown, answer["Content-Type"]),
         world,
     )
+
+
+def test_a_deactivated_admin_is_let_in_nowhere(world):
+    """An admin of alpha signed in, with a token, then deactivated: every door an admin
+    opens answers as to an anonymous caller (the token: 401 saying why)."""
+    from judgments.models import Collection
+
+    dee = make_user("dee")
+    set_membership(collection=Collection.objects.get(slug="alpha"), user=dee, role=Role.ADMIN)
+    session = Client()
+    session.force_login(dee)
+    token = Client(HTTP_AUTHORIZATION=f"Token {create_api_token(user=dee, name='dee').key}")
+    type(dee).objects.filter(pk=dee.pk).update(is_active=False)
+    wrong = []
+    for route, methods in TABLE.items():
+        row = dict(zip(CALLERS, methods.get("GET", ()), strict=False))
+        if row.get("admin") != 200 or row.get("anon") == 200:
+            continue
+        url = fill(route, world.homes["alpha"], world)
+        got = request(session, "GET", url)
+        if not matches(row["anon"], got):
+            wrong.append(f"  session GET {url}: {outcome(got)}")
+        if route.startswith("api/"):
+            got = request(token, "GET", url)
+            if got.status != 401 or "deactivated" not in got.body:
+                wrong.append(f"  token GET {url}: {outcome(got)} {got.body[:120]}")
+    assert not wrong, "a deactivated admin was let in:\n" + "\n".join(wrong)
