@@ -37,9 +37,12 @@ Then API tokens on every API row (``TOKEN_CALLERS``): expired and revoked (401),
 ``read`` token doing a ``judge`` or ``admin`` operation and a ``judge`` token doing an
 ``admin`` one (403), a token limited to ``beta`` used on ``alpha`` (403), and the token
 of the removed member (404, as his session). Objects of ``beta`` named through
-``alpha``'s URLs answer 404 (``test_another_collections_objects_through_this_ones_urls``),
-and the jobs of a member removed or demoted after starting them neither run under the
-old role nor hand their result to him (``test_a_job_...``).
+``alpha``'s URLs answer 404 (``test_another_collections_objects_through_this_ones_urls``).
+Jobs: one whose requester was removed or demoted after starting it neither runs under
+the old role (the worker checks when it starts it, and again in the transaction that
+stores what it made) nor hands its result or file to them; an export's file is for who
+may read it now. A deactivated admin's session and token open nothing; a sign-in whose
+code exchange fails shows no client secret.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from datetime import timedelta
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.conf import settings
@@ -63,11 +67,22 @@ from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 import verity_eval as engine
 from jobs.models import Job, JobKind, JobState
 from judges.models import JudgeConfig, ProposalDecision
-from judgments.models import ApiToken, Judgment, Membership, ReviewTask, Role, TokenScope
+from judgments.models import (
+    ApiToken,
+    Collection,
+    Item,
+    Judgment,
+    Membership,
+    ReviewTask,
+    Role,
+    Snapshot,
+    TokenScope,
+)
 from judgments.services import (
     create_api_token,
     freeze_snapshot,
@@ -266,8 +281,8 @@ BETA_ROLES = {"bob": Role.ADMIN, "rita": Role.REVIEWER}
 
 
 def build_world(tmp: Path) -> World:
-    users = {name: make_user(name) for name in ("olga", "bob", "rita", "ana", BEN, CID)}
-    users |= {name: make_user(name) for name in ("eve", "ada", "rex")}
+    names = ("olga", "bob", "rita", "ana", BEN, CID, "eve", "ada", "rex")
+    users = {name: make_user(name) for name in names}
     users["root"] = get_user_model().objects.create_superuser("root")
     homes = {
         "alpha": build_home("alpha", ALPHA_ROLES, users, tmp, blind=True),
@@ -277,8 +292,6 @@ def build_world(tmp: Path) -> World:
 
 
 def _finish_world(homes: dict[str, Home], users: dict[str, Any]) -> World:
-    from judgments.models import Collection
-
     alpha, beta = (Collection.objects.get(slug=s) for s in ("alpha", "beta"))
     keys = {
         "admin": create_api_token(user=users["ada"], name="full").key,
@@ -1219,8 +1232,6 @@ def job_doors(job: int) -> dict[str, str]:
 @pytest.mark.parametrize("change", ["removed", "demoted"])
 @pytest.mark.parametrize("start", list(STARTS))
 def test_a_job_does_not_run_under_a_role_its_requester_lost_since(world, start, change):
-    from django.utils.module_loading import import_string
-
     username, lower, url = STARTS[start]
     user = world.users[username]
     client = Client()
@@ -1232,8 +1243,6 @@ def test_a_job_does_not_run_under_a_role_its_requester_lost_since(world, start, 
     started = client.post(url, **kwargs)
     assert started.status_code in (202, 302), started.content[:300]
     job = Job.objects.filter(pk__gt=last, created_by=user).get()
-    from judgments.models import Collection
-
     alpha = Collection.objects.get(slug="alpha")
     set_membership(collection=alpha, user=user, role=None if change == "removed" else lower)
 
@@ -1248,8 +1257,6 @@ def test_a_job_does_not_run_under_a_role_its_requester_lost_since(world, start, 
 
 
 def test_the_removed_members_jobs_are_neither_run_nor_read_by_him(world):
-    from django.utils.module_loading import import_string
-
     rex = world.sessions["removed"]
     for job in (world.rex_job, world.rex_done_job):
         for door, where in job_doors(job).items():
@@ -1285,8 +1292,6 @@ def test_an_export_file_is_downloaded_only_by_who_may_read_it_now(world):
     }
     got = {caller: request(world.sessions[caller], "GET", export).status for caller in CALLERS}
     assert got == expected
-    from judgments.models import Collection
-
     alpha = Collection.objects.get(slug="alpha")
     set_membership(collection=alpha, user=world.users["eve"], role=Role.REVIEWER)
     assert request(world.sessions["evaluator"], "GET", export).status == 404
@@ -1299,7 +1304,6 @@ def test_a_job_whose_requester_loses_the_role_while_it_runs_stores_nothing(
     """The evaluator's freeze starts while she holds the role; she is removed (or made a
     reviewer) while it freezes: no v3 is stored, the job fails saying why."""
     import judgments.tasks
-    from judgments.models import Collection, Item, Snapshot
 
     alpha = Collection.objects.get(slug="alpha")
     eve = world.users["eve"]
@@ -1342,8 +1346,6 @@ def test_a_job_whose_requester_loses_the_role_while_it_runs_stores_nothing(
 def test_a_sign_in_the_provider_cannot_finish_says_so_without_the_client_secret(world):
     """The callback of a sign-in started here, whose code exchange fails (the token
     endpoint does not answer): a refusal page, and no client secret in it or its headers."""
-    from urllib.parse import parse_qs, urlsplit
-
     browser = Client()
     started = browser.get("/oidc/login/")
     assert started.status_code == 302 and started["Location"].startswith(f"{ISSUER}/auth")
@@ -1363,8 +1365,6 @@ def test_a_sign_in_the_provider_cannot_finish_says_so_without_the_client_secret(
 def test_a_deactivated_admin_is_let_in_nowhere(world):
     """An admin of alpha signed in, with a token, then deactivated: every door an admin
     opens answers as to an anonymous caller (the token: 401 saying why)."""
-    from judgments.models import Collection
-
     dee = make_user("dee")
     set_membership(collection=Collection.objects.get(slug="alpha"), user=dee, role=Role.ADMIN)
     session = Client()
