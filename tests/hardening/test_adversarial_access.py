@@ -237,6 +237,17 @@ def build_home(
         )
     i3 = make_item(collection, external_id="i3", title="third item", text=item_text)
     task = ReviewTask.objects.create(collection=collection, query=query, item=i3, source="run x")
+    if blind:  # a task ben holds now: whose it is is no business of ana's
+        i4 = make_item(collection, external_id="i4", title="fourth item", text=item_text)
+        ReviewTask.objects.create(
+            collection=collection,
+            query=query,
+            item=i4,
+            source="run x",
+            status="claimed",
+            claimed_by=users[BEN],
+            lease_expires_at=timezone.now() + timedelta(hours=1),
+        )
 
     def job(state: str, kind: str = JobKind.SNAPSHOT_FREEZE, by: Any = evaluator) -> Job:
         return Job.objects.create(
