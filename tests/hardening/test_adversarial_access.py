@@ -102,7 +102,7 @@ from tests.judgments.test_blind_doors import SECRETS, blind_leaks
 pytestmark = pytest.mark.django_db
 
 OIDC_SECRET = "OIDC-CLIENT-SECRET-d41d8cd98f"
-JUDGE_KEY_ENV = "VERITY_TEST_ADVERSARIAL_JUDGE_KEY"
+JUDGE_KEY_ENV = "VERITY_JUDGE_KEY_ADVERSARIAL"  # a name the operator's rule allows
 JUDGE_KEY = "sk-JUDGE-KEY-8f14e45fceea167a"
 ISSUER = "https://idp.example.invalid/realms/verity"
 # alpha's other assessors: names a blind reviewer (ana) never reads.
