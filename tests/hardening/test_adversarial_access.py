@@ -3,7 +3,8 @@ an explicit expectation for each (issue 27's acceptance, the product's "access i
 checked at every door, every time", issue 25's "a removed member loses access at once").
 
 The URL patterns come from the URLconf itself (``django.urls.get_resolver``): a pattern
-without a row in ``TABLE`` fails ``test_every_url_pattern_has_a_row``, so a new page,
+without a row in ``TABLE`` fails ``test_each_door_answers_each_caller_as_the_table_says``
+(its message shows what each caller gets now, as a row to judge and paste), so a new page,
 API, export or download cannot be added without deciding who may reach it. Django's own
 admin is one row (``ADMIN_SITE``): every pattern under ``admin/`` answers the same rule.
 
@@ -24,14 +25,15 @@ requests ``beta``'s (a plain reviewer where labels are not blind):
 - ``removed``: rex, an evaluator of ``alpha`` who signed in and started a job, and whose
   membership was then deleted: 404 everywhere in ``alpha``, his own job included.
 
-Statuses: an int is the exact status; ``login`` a redirect to the login page; ``ok``
-admitted (past every access check: 2xx, 3xx other than to the login, or the form's or
-the state's 400/409 — what a POST without a complete form gets).
+Statuses: an int is the exact status (a POST sends no form, so where access lets it in
+it gets the form's 400, the state's 409 or 428, or its redirect); ``login`` a redirect
+to the login page.
 
 Every answer, refused or not, is read for what its caller may not learn: API token keys,
 the OIDC client secret, a judge's API key, ``SECRET_KEY``, the names and texts of a
 collection the caller is not a member of, and for ``blind`` the other assessors' notes,
-grades and resolved labels (``tests/judgments/test_blind_doors.blind_leaks``).
+grades, names and resolved labels (``tests/judgments/test_blind_doors.blind_leaks``).
+Every 200 to a signed-in caller is ``Cache-Control: private``.
 
 Then API tokens on every API row (``TOKEN_CALLERS``): expired and revoked (401), a
 ``read`` token doing a ``judge`` or ``admin`` operation and a ``judge`` token doing an
@@ -531,14 +533,7 @@ def outcome(answer: Answer) -> int | str:
     return answer.status
 
 
-def admitted(answer: Answer) -> bool:
-    got = outcome(answer)
-    return got != "login" and (got < 400 or got in (400, 409))  # type: ignore[operator]
-
-
 def matches(expected: int | str, answer: Answer) -> bool:
-    if expected == "ok":
-        return admitted(answer)
     return outcome(answer) == expected
 
 
@@ -563,7 +558,7 @@ def what_leaks_to(reads: tuple[str, ...], url: str, answer: Answer, world: World
 
 # -- the table ------------------------------------------------------------------------------
 
-ok, login = "ok", "login"
+login = "login"
 # fmt: off
 # route: {method: (anon, outsider, stranger, reviewer, blind, evaluator, admin, superuser, removed)}
 TABLE: dict[str, dict[str, tuple[int | str, ...]]] = {
