@@ -78,7 +78,12 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 def complete(job: Job, progress: JobProgress, result: dict[str, Any]) -> None:
     """Mark the job done with ``result``, with the progress it reached; call it inside
-    the transaction that stores what the job made."""
+    the transaction that stores what the job made. A requester who lost the role the
+    job needs while it ran (removed or demoted) fails it instead (``JobFailed``): that
+    transaction is rolled back, and no result is handed out."""
+    refused = requester_may_run(job, running=True)
+    if refused:
+        raise JobFailed(refused)
     finish_job(job, result, phase=progress.name, done=progress.done, total=progress.total)
 
 

@@ -95,17 +95,25 @@ def may_manage_job(user: Any, job: Job) -> bool:
 may_retry = may_manage_job
 
 
-def requester_may_run(job: Job) -> str:
+def requester_may_run(job: Job, *, running: bool = False) -> str:
     """Why the job's requester may not run it now ('' when they may): the worker asks
     before it starts a job, so a job queued by a member removed or demoted since fails
-    instead of acting with a role they no longer hold. A job without a requester (a
-    management command's, or one whose user was deleted) is the operator's."""
+    instead of acting with a role they no longer hold; and again (``running``) in the
+    transaction that stores what the job made, so a job whose requester lost the role
+    while it ran stores nothing. A job without a requester (a management command's, or
+    one whose user was deleted) is the operator's."""
     user = job.created_by
     if user is None or not job.collection_id:
         return ""
     if user.is_active and jobs_visible_to(user).filter(pk=job.pk).exists():
         return ""
     needed = ROLE_FOR_KIND.get(job.kind, "admin")
+    if running:
+        return (
+            f"Not completed: {user.get_username()} lost the {needed} role in collection "
+            f"'{job.collection.slug}' while this job ran (removed or demoted). Nothing of it "
+            "was stored; someone who holds the role can start it again."
+        )
     return (
         f"Not run: {user.get_username()} does not hold the {needed} role in collection "
         f"'{job.collection.slug}' any more (removed or demoted since queuing this job). "

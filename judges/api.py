@@ -100,6 +100,9 @@ class JudgeScoped(CollectionScoped):
 class ProposalsView(JudgeScoped, generics.ListAPIView):
     serializer_class = ProposalSerializer
     required_roles = {"POST": Role.EVALUATOR}
+    # A judge's grades are labels where the collection takes them (model labels), and the
+    # review queue hides them from blind assessors: as the proposals page, not for them.
+    labels = frozenset({"GET"})
 
     def get_queryset(self) -> QuerySet[Proposal]:
         if self.schema_only():

@@ -177,8 +177,11 @@ def judge_start(request: HttpRequest, collection: Collection, judge: str) -> Htt
     return redirect("jobs:job", pk=job.pk)
 
 
+# Not for a blind collection's plain reviewers (``may_see_labels``): its decisions name
+# each reviewer's grade, a judge's grades are labels where the collection takes them (model
+# labels), and the review queue hides proposals from blind assessors too.
 @require_GET
-@member_view()
+@member_view(labels=True)
 def proposal_list(request: HttpRequest, collection: Collection, judge: str) -> HttpResponse:
     config = _judge(collection, judge)
     rows = (

@@ -35,6 +35,8 @@ MAX_RETRY_AFTER = 60.0
 MAX_ANSWER_BYTES = 256 * 1024
 #: Most characters of a raw answer stored with a proposal.
 RAW_ANSWER_CHARS = 16_000
+#: What stands for the API key where a server said it back.
+KEY_SHOWN = "[the API key]"
 
 
 class Budget:
@@ -105,6 +107,7 @@ class ChatJudge:
                 break
             outcome.attempts += 1
             raw, failure, wait = self._ask(outcome)
+            raw, failure = self._without_key(raw), self._without_key(failure)
             outcome.raw = cut(raw)
             if not failure:
                 reading = read_answer(raw, self.grades)
@@ -117,6 +120,12 @@ class ChatJudge:
             if outcome.attempts <= self.retries:
                 time.sleep(max(wait, self.backoff * 2 ** (outcome.attempts - 1)))
         outcome.failure = "; ".join(reasons)
+
+    def _without_key(self, text: str) -> str:
+        """``text`` with the API key taken out: a server that says it back (an error page
+        quoting the Authorization header) must not get the operator's secret stored in
+        the raw answers, failure reasons and rationales that evaluators read."""
+        return text.replace(self.api_key, KEY_SHOWN) if self.api_key else text
 
     def _ask(self, outcome: Outcome) -> tuple[str, str, float]:
         """(answer text, failure reason or "", seconds the server asked us to wait).

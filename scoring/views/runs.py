@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from judgments.models import Collection, Item, Query, Snapshot
+from judgments.models import Collection, Item, Query, Role, Snapshot
 from judgments.selectors import (
     judgments_for_query,
     may_score,
@@ -19,7 +19,7 @@ from judgments.selectors import (
     open_tasks_for_query,
     snapshot_of,
 )
-from judgments.views.common import _grade_label, _grades
+from judgments.views.common import RoleRequired, _grade_label, _grades
 
 from ..forms import RunUploadForm
 from ..models import RankedList, Run
@@ -80,7 +80,9 @@ def run_list(request: HttpRequest, collection: Collection) -> HttpResponse:
         else:
             form = RunUploadForm(collection=collection)
     elif request.method == "POST":
-        raise Http404("Uploading runs needs the evaluator role in this collection.")
+        raise RoleRequired(
+            "Uploading runs needs the evaluator role in this collection.", role=Role.EVALUATOR
+        )
     snapshot = _holes_snapshot(request, collection)
     ks = hole_ks(collection)
     runs = []

@@ -186,3 +186,29 @@ def test_pairs_file_errors_name_the_line_and_write_nothing(
 def test_unknown_judge_is_refused_with_the_known_names(collection_graded, judge):
     with pytest.raises(JudgeConfig.DoesNotExist, match="its judges are: local-baseline, tiny-llm"):
         judge_named(collection_graded, "gpt-9")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ("garbage", "401: invalid key 'Bearer sk-secret-123' for this proxy"),
+        ("refusal", "I will not answer a caller holding sk-secret-123."),
+        ("ok", "##final score: 2\n##rationale: your key sk-secret-123 works"),
+    ],
+    ids=["error-body", "refusal", "answer"],
+)
+def test_a_server_that_echoes_the_key_does_not_get_it_stored(
+    collection_graded, pool, judge, chat_server, monkeypatch, answer
+):
+    """The key is the operator's secret: a judge server that says it back (an error page
+    quoting the Authorization header) must not put it in the raw answers, failure
+    reasons or rationales that evaluators read on the proposals page and the API."""
+    judge.api_key_env, judge.retries = "VERITY_JUDGE_KEY_TINY", 0
+    judge.save()
+    monkeypatch.setenv("VERITY_JUDGE_KEY_TINY", "sk-secret-123")
+    chat_server.script = {"query a": [answer]}
+    propose_labels(collection=collection_graded, judge=judge, limit=1)
+    stored = Proposal.objects.get()
+    kept = stored.raw_answer + stored.failure_reason + stored.rationale
+    assert "sk-secret-123" not in kept
+    assert "[the API key]" in kept

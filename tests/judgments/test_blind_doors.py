@@ -184,11 +184,16 @@ def body_of(response: Any) -> str:
 
 def leaks(client: Any, url: str, **headers: Any) -> list[str]:
     response = client.get(url, **headers)
-    body = body_of(response)
+    return blind_leaks(url, response.get("Content-Type", ""), body_of(response))
+
+
+def blind_leaks(url: str, kind: str, body: str) -> list[str]:
+    """What ``body`` (the answer to ``url``) tells reviewer ana of the other assessors:
+    their notes, a snapshot's hash, a grade other than her own 3 (JSON), a resolved label
+    (HTML), a qrels line of a resolved grade (text)."""
     found = [f"{url}: note {s!r}" for s in SECRETS if s in body]
     hashes = Snapshot.objects.values_list("content_hash", flat=True)
     found += [f"{url}: a snapshot's hash" for h in hashes if h[:12] in body]
-    kind = response.get("Content-Type", "")
     if "json" in kind:
         try:
             data = json.loads(body)
