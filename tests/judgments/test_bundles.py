@@ -36,6 +36,7 @@ from judgments.services import (
     record_assessment,
     set_membership,
     set_query_status,
+    update_collection_settings,
 )
 from tests.factories import GRADED_SCALE, make_collection, make_item, make_query, make_user
 from tests.judgments.conftest import ODD_IDS
@@ -106,6 +107,37 @@ def test_the_collection_line_carries_every_setting(rt_world, run_command):
         "adjudicate_distance": 0,
         "model_labels": "",
     }
+
+
+def test_a_pooling_strategy_round_trips_and_depth_writes_no_key(rt_world, run_command, write_file):
+    """pool_strategy and pool_floor are on the line only when not depth and 0, so a
+    collection pooled by depth exports the bytes it did before they existed."""
+    plain = export(run_command, "rt")
+    assert b"pool_strategy" not in plain and b"pool_floor" not in plain
+    update_collection_settings(collection=rt_world, pool_strategy="bandit", pool_floor=5)
+    v1, _ = freeze_snapshot(collection=rt_world, by=None)
+    first = export(run_command, "rt")
+    line = json.loads(first.split(b"\n", 1)[0])
+    assert list(line)[-3:] == ["model_labels", "pool_strategy", "pool_floor"]
+    assert (line["pool_strategy"], line["pool_floor"]) == ("bandit", 5)
+    assert first.split(b"\n", 1)[1] == plain.split(b"\n", 1)[1]  # only line 1 differs
+    move_aside("rt")
+
+    run_command("import_collection", write_file("rt.jsonl", first))
+
+    copy = Collection.objects.get(slug="rt")
+    assert (copy.pool_strategy, copy.pool_floor) == ("bandit", 5)
+    assert export(run_command, "rt") == first
+    assert freeze_snapshot(collection=copy, by=None)[0].content_hash == v1.content_hash
+    # an existing collection is compared on them when the line gives them
+    with pytest.raises(CommandError, match=r"pool_floor 5 \(this file: 3\)"):
+        other = json.dumps({**line, "pool_floor": 3}) + "\n"
+        run_command("import_collection", write_file("x.jsonl", other))
+    # a floor without an adaptive strategy is refused on line 1, naming the fix
+    new = {**line, "slug": "fresh", "pool_strategy": "depth"}
+    with pytest.raises(CommandError, match=r"x\.jsonl, line 1: a depth floor goes with mtf"):
+        run_command("import_collection", write_file("x.jsonl", json.dumps(new) + "\n"))
+    assert not Collection.objects.filter(slug="fresh").exists()
 
 
 def test_bundle_lines_name_assessors_and_deciders(rt_world, run_command):

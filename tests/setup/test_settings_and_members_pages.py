@@ -50,6 +50,8 @@ def settings_form(c, **changes):
         "resolution_policy": c.resolution_policy,
         "adjudicate_distance": c.adjudicate_distance,
         "model_labels": c.model_labels,
+        "pool_strategy": c.pool_strategy,
+        "pool_floor": c.pool_floor,
         "based_on": 0,
         **changes,
     }
@@ -85,6 +87,42 @@ def test_the_preview_counts_what_raising_assessors_opens_and_changes_nothing(cli
     history = client.get("/c/news/settings/").content.decode()
     assert "collection.settings" in history and "Assessors per item: 1 → 2" in history
     assert "member.add" in history and "boss" in history
+
+
+def test_the_pooling_strategy_is_previewed_applied_and_in_the_history(client, world):
+    c, _boss = world
+    page = client.post(
+        "/c/news/settings/", settings_form(c, pool_strategy="bandit", pool_floor=5, step="preview")
+    )
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "Pooling strategy:</span> Runs imported from now on serve each query&#x27;s pooled " \
+        "pairs by &#x27;bandit&#x27; (was &#x27;depth&#x27;)" in text  # fmt: skip
+    assert "Depth floor:</span> Runs imported from now on have their first 5 pooled items " \
+        "served before any adaptive choice (was 0)." in text  # fmt: skip
+    c.refresh_from_db()
+    assert (c.pool_strategy, c.pool_floor) == ("depth", 0)
+    client.post("/c/news/settings/",
+                settings_form(c, pool_strategy="bandit", pool_floor=5, step="apply"))  # fmt: skip
+    c.refresh_from_db()
+    assert (c.pool_strategy, c.pool_floor) == ("bandit", 5)
+    assert 'value="bandit" selected' in client.get("/c/news/settings/").content.decode()
+    # back to depth with the floor left at 5: the floor goes back to 0 with it, shown first
+    latest = _last_settings_row()
+    back = client.post(
+        "/c/news/settings/",
+        settings_form(c, pool_strategy="depth", step="preview", based_on=latest),
+    )
+    assert back.status_code == 200 and "no depth floor (was their first 5)" in back.content.decode()
+    client.post(
+        "/c/news/settings/", settings_form(c, pool_strategy="depth", step="apply", based_on=latest)
+    )
+    c.refresh_from_db()
+    assert (c.pool_strategy, c.pool_floor) == ("depth", 0)
+    history = client.get("/c/news/settings/").content.decode()
+    assert "Pooling strategy: depth → bandit" in history
+    assert "Depth floor: 0 → 5" in history
+    assert "Pooling strategy: bandit → depth" in history and "Depth floor: 5 → 0" in history
 
 
 def test_apply_after_someone_else_changed_is_not_applied(client, world):
