@@ -5,6 +5,9 @@ a removed member loses access at once, everywhere."""
 
 from __future__ import annotations
 
+import re
+from html import unescape
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -220,3 +223,42 @@ def test_an_admin_who_demotes_themselves_lands_on_the_collection(client, world):
     assert answer.status_code == 302 and answer["Location"] == "/c/news/"
     assert Membership.objects.get(collection=c, user=boss).role == Role.REVIEWER
     assert client.get("/c/news/members/").status_code == 403
+
+
+def history_rows(client) -> list[tuple[str, str, str]]:
+    """The settings page's history table: (who, what, before → after), newest first;
+    every row says when, to the second."""
+    page = client.get("/c/news/settings/").content.decode()
+    body = page.split('<table class="data history">', 1)[1].split("</table>", 1)[0]
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S):
+        when, *cells = re.findall(r"<td.*?>(.*?)</td>", tr, re.S)
+        assert re.search(r'<time datetime="\d{4}-\d\d-\d\dT[\d:]+', when), when
+        who, what, values = (" ".join(unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in cells)
+        rows.append((who, what, values))
+    return rows
+
+
+def test_every_membership_change_is_on_the_settings_history_with_who_before_after(client, world):
+    c, _boss = world
+    make_user("ana", email="ana@example.org")
+    before = len(history_rows(client))
+    client.post("/c/news/members/",
+                {"action": "add", "add-user": "ana", "add-role": "reviewer"})  # fmt: skip
+    client.post("/c/news/members/", {"action": "save", "username": "ana", "role": "evaluator"})
+    client.post("/c/news/members/", {"action": "save", "username": "ana", "role": "evaluator",
+                                     "can_adjudicate": "on"})  # fmt: skip
+    client.post("/c/news/members/", {"action": "save", "username": "ana", "role": "evaluator"})
+    client.post("/c/news/members/", {"action": "remove", "username": "ana"})
+    client.post("/c/news/settings/", settings_form(c, pool_strategy="mtf", pool_floor=3,
+                                                   step="apply", based_on=0))  # fmt: skip
+    rows = history_rows(client)
+    assert len(rows) == before + 6
+    assert rows[:6] == [
+        ("boss", "collection.settings", "Pooling strategy: depth → mtf Depth floor: 0 → 3"),
+        ("boss", "member.remove ana", "Role: evaluator → — May adjudicate: no → —"),
+        ("boss", "member.adjudicate ana", "May adjudicate: yes → no"),
+        ("boss", "member.adjudicate ana", "May adjudicate: no → yes"),
+        ("boss", "member.role ana", "Role: reviewer → evaluator"),
+        ("boss", "member.add ana", "Role: — → reviewer May adjudicate: — → no"),
+    ]
