@@ -6,14 +6,16 @@ downloads its qrels and its bundle from the snapshots page. The bundle, imported
 fresh, empty database (``manage.py`` in a subprocess, on its own SQLite file), freezes to
 the same content hash as the one the page shows.
 
-Only the accounts are made by the fixture (the superuser and the people who join): every
-step the issue lists goes through the pages. Jobs (the import, the freeze, the bundle)
+Only the superuser is made by the fixture; the people's accounts are made in the Django
+admin (Verity has no page of its own for accounts), and every step the issue lists goes
+through the pages. Jobs (the import, the freeze, the bundle)
 run in the live server as their requests commit (the Tasks API's immediate backend).
 Each step checks the database too.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from playwright.sync_api import expect
 
 from judgments.models import (
@@ -32,6 +35,7 @@ from judgments.models import (
     Membership,
     Snapshot,
 )
+from tests.browser.conftest import PASSWORD
 from tests.factories import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -69,15 +73,40 @@ BEN = {"7067034": "2", "7067035": "0", "8412685": "2"}
 DECIDED = "2"
 
 
+PEOPLE = ("ana", "ben", "cleo", "dora")
+
+
 @pytest.fixture
-def people(settings, job_dir):
+def lead(settings, job_dir):
+    """The one account made outside the browser: the superuser who starts it all."""
     # Jobs run in the live server when the request that queues them commits.
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
-    lead = make_user("lead", is_superuser=True, is_staff=True, email="lead@example.org")
-    return {
-        "lead": lead,
-        **{n: make_user(n, email=f"{n}@example.org") for n in ("ana", "ben", "cleo", "dora")},
-    }
+    return make_user("lead", is_superuser=True, is_staff=True, email="lead@example.org")
+
+
+def create_account(page, username: str) -> None:
+    """The Django admin's "Add user", then the e-mail address on the user's change page:
+    Verity has no page of its own for accounts (single sign-on makes them, or the admin)."""
+    page.goto("/admin/auth/user/add/")
+    page.get_by_label("Username").fill(username)
+    page.locator("#id_password1").fill(PASSWORD)
+    page.locator("#id_password2").fill(PASSWORD)
+    with page.expect_navigation(wait_until="load"):
+        page.get_by_role("button", name="Save", exact=True).click()
+    assert re.search(r"/admin/auth/user/\d+/change/$", page.url), page.url
+    page.get_by_label("Email address").fill(f"{username}@example.org")
+    with page.expect_navigation(wait_until="load"):
+        page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+
+
+def log_in(page, username: str) -> None:
+    """As ``login`` does, with the password the admin gave (nothing set in the ORM)."""
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"^https?://[^/]+/$"))
 
 
 def write_trec_files(folder: Path) -> dict[str, Path]:
@@ -125,10 +154,10 @@ def add_member(page, who: str, role: str = "reviewer", adjudicates: bool = False
     expect(page.locator(".messages")).to_contain_text(f"as {role}")
 
 
-def label_blind(page, login, user, grades: dict[str, str], other: str) -> None:
+def label_blind(page, username: str, grades: dict[str, str], other: str) -> None:
     """Log in and grade every task of the queue by keyboard (item id → grade key),
     moving to the next query when one is done; nothing names the other assessor."""
-    login(page, user)
+    log_in(page, username)
     page.goto("/c/dl-spring/review/")
     left = dict(grades)
     while left:
@@ -138,7 +167,7 @@ def label_blind(page, login, user, grades: dict[str, str], other: str) -> None:
             page.keyboard.press("l")  # the next query
             continue
         item = page.locator(".item-card .eyebrow code").inner_text()
-        assert item in left, f"{user.username} was served {item}, not one of {sorted(left)}"
+        assert item in left, f"{username} was served {item}, not one of {sorted(left)}"
         # Blind: nothing on the page names the other assessor or shows their grade.
         expect(page.locator("main")).not_to_contain_text(other)
         expect(page.locator(".task-side")).not_to_contain_text("assessment")
@@ -154,7 +183,11 @@ def label_blind(page, login, user, grades: dict[str, str], other: str) -> None:
 
 def manage(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env={**env, "PYTHONIOENCODING": "utf-8"},
+        capture_output=True,
+        encoding="utf-8",
     )
     assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
@@ -169,13 +202,16 @@ def parse_qrels(text: str) -> dict[tuple[str, str], int]:
     return rows
 
 
-def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, people, tmp_path):
-    lead = people["lead"]
+def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, lead, tmp_path):
     files = write_trec_files(tmp_path)
-
-    # 1. The lead creates the collection from the TREC files: a job imports them.
     page = new_page()
     login(page, lead)
+
+    # 0. The people's accounts, in the Django admin.
+    for username in PEOPLE:
+        create_account(page, username)
+
+    # 1. The lead creates the collection from the TREC files: a job imports them.
     create_collection(page, files)
     c = Collection.objects.get(slug="dl-spring")
     assert (c.assessors_per_item, c.resolution_policy, c.adjudicate_distance) == (
@@ -219,8 +255,8 @@ def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, 
         expect(history).to_contain_text(f"member.add {name}")
 
     # 3. Two reviewers label blind, in their own browsers, and disagree on 7067035.
-    label_blind(new_page(), login, people["ana"], ANA, other="ben")
-    label_blind(new_page(), login, people["ben"], BEN, other="ana")
+    label_blind(new_page(), "ana", ANA, other="ben")
+    label_blind(new_page(), "ben", BEN, other="ana")
     assessed = sorted(
         Assessment.objects.filter(collection=c, assessor__isnull=False).values_list(
             "item__external_id", "assessor__username", "grade"
@@ -235,7 +271,7 @@ def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, 
 
     # 4. The adjudicator decides it.
     judge = new_page()
-    login(judge, people["dora"])
+    log_in(judge, "dora")
     judge.goto("/c/dl-spring/adjudicate/")
     card = judge.locator("[data-adjudicate]")
     expect(card).to_contain_text("7067035")
@@ -275,6 +311,17 @@ def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, 
         ("1063750", "8412685"): 1,  # 1 and 2: the lower median, within the distance
     }
 
+    # Per assessor: ana's own grades (the imported labels are the "import" assessor's).
+    page.goto("/c/dl-spring/snapshots/")
+    row = page.locator("#v1")
+    row.get_by_label("What to download of v1").select_option("assessor:ana")
+    with page.expect_download() as ana_download:
+        row.get_by_role("button", name="Download").click()
+    ana_qrels = parse_qrels(Path(ana_download.value.path()).read_text(encoding="utf-8"))
+    assert ana_qrels == {
+        ("1063750" if i.startswith("84") else "1037798", i): int(g) for i, g in ANA.items()
+    }
+
     page.goto("/c/dl-spring/snapshots/")
     row = page.locator("#v1")
     row.get_by_label("What to download of v1").select_option("bundle")
@@ -288,6 +335,9 @@ def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, 
     bundle_download.value.save_as(bundle)
     head = bundle.read_text(encoding="utf-8").splitlines()[0]
     assert '"assessors_per_item": 2, "resolution_policy": "adjudicate"' in head
+    out = io.StringIO()
+    call_command("export_collection", "dl-spring", "--snapshot", "1", stdout=out)
+    assert bundle.read_bytes() == out.getvalue().encode("utf-8")  # what the command writes
 
     # 6. Into a fresh, empty database: the same snapshot hash.
     var = tmp_path / "fresh"
@@ -301,3 +351,5 @@ def test_a_team_lead_sets_up_and_runs_a_project_in_the_browser(new_page, login, 
     frozen = manage(env, "freeze_snapshot", "dl-spring")
     assert f"sha256:{shown}" in frozen, frozen
     assert (var / "verity.sqlite3").exists()
+    again = manage(env, "export_collection", "dl-spring", "--snapshot", "1")
+    assert again.encode("utf-8") == bundle.read_bytes()  # the same bytes back
