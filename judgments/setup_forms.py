@@ -176,8 +176,9 @@ class NewCollectionForm(ReviewSettingsMixin):
         validators=[within_upload_limit],
         label="JSONL bundle",
         help_text="Items, queries, judgments, statuses and unjudged pairs, one JSON object a "
-        "line; its collection line, if any, must have the unit, scale and relevant grade "
-        "above.",
+        "line (export_collection writes one); its collection line must have the unit, scale "
+        "and relevant grade above, and, with several assessors per item, the review settings "
+        "above too. Its other settings (whole corpus, pooling) come with it.",
     )
     create_missing_items = forms.BooleanField(
         required=False,
