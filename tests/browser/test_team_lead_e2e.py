@@ -162,9 +162,13 @@ def label_blind(page, username: str, grades: dict[str, str], other: str) -> None
     left = dict(grades)
     while left:
         page.locator("[data-task], .query-done").first.wait_for()
-        if page.locator(".query-done").count():
-            expect(page.locator(".query-done")).to_contain_text("nothing left for you to assess")
+        done = page.locator(".query-done")
+        if done.count():
+            finished = done.get_attribute("data-finished")
+            expect(done).to_contain_text("nothing left for you to assess")
             page.keyboard.press("l")  # the next query
+            # the panel moves on before the loop looks again
+            expect(page.locator(f".query-done[data-finished='{finished}']")).to_have_count(0)
             continue
         item = page.locator(".item-card .eyebrow code").inner_text()
         assert item in left, f"{username} was served {item}, not one of {sorted(left)}"
@@ -176,6 +180,7 @@ def label_blind(page, username: str, grades: dict[str, str], other: str) -> None
             f"Saved your assessment {left.pop(item)} "
         )
         expect(page.locator("#queue-status")).to_contain_text(f"item '{item}'")
+        expect(page.locator(".item-card .eyebrow code", has_text=item)).to_have_count(0)
     # Nothing left for this reviewer; the query page shows no resolved label either.
     page.goto("/c/dl-spring/q/1037798/")
     expect(page.locator("main")).not_to_contain_text(other)
