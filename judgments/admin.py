@@ -241,6 +241,8 @@ class MembershipAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["collection", "role"]
     list_select_related = ["collection", "user"]
+    # The view page too says where a membership changes (it has no form of its own).
+    readonly_fields = ["manage"]
 
     def has_view_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return bool(request.user.is_active and request.user.is_staff)

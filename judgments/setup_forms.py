@@ -15,6 +15,7 @@ from django.db.models import Q
 from verity_limits import GRADE_MAX
 
 from .models import Collection, LabelingUnit, Role
+from .pool_strategies import DEPTH, STRATEGIES
 from .resolution import POLICIES
 from .services import RESERVED_SLUGS, InvariantError, validate_scale
 from .uploads import within_upload_limit
@@ -33,6 +34,12 @@ POLICY_HELP = {
     "distance apart, else adjudication",
     "adjudicate": "the lower median when the grades are at most the adjudicate distance "
     "apart, else adjudication",
+}
+
+STRATEGY_HELP = {
+    "depth": "every run to the pool depth, the pairs most runs surfaced first",
+    "mtf": "move-to-front: the runs finding relevant items are served first",
+    "bandit": "MaxMean: the runs with the best share of relevant items so far first",
 }
 
 
@@ -169,8 +176,9 @@ class NewCollectionForm(ReviewSettingsMixin):
         validators=[within_upload_limit],
         label="JSONL bundle",
         help_text="Items, queries, judgments, statuses and unjudged pairs, one JSON object a "
-        "line; its collection line, if any, must have the unit, scale and relevant grade "
-        "above.",
+        "line (export_collection writes one); its collection line must have the unit, scale "
+        "and relevant grade above, and, with several assessors per item, the review settings "
+        "above too. Its other settings (whole corpus, pooling) come with it.",
     )
     create_missing_items = forms.BooleanField(
         required=False,
@@ -264,6 +272,19 @@ class SettingsForm(ReviewSettingsMixin):
         help_text="Every item is imported: a run naming an item the collection lacks is "
         "refused instead of making a placeholder to judge.",
     )
+    pool_strategy = forms.ChoiceField(
+        choices=[(s, f"{s}: {STRATEGY_HELP[s]}") for s in STRATEGIES],
+        label="Pooling strategy",
+        help_text="The order in which a query's pooled pairs are served, for runs imported "
+        "from now on (docs/POOLING.md).",
+    )
+    pool_floor = forms.IntegerField(
+        min_value=0,
+        max_value=10_000,
+        label="Depth floor",
+        help_text="With mtf or bandit: every run's first K pooled items are served before "
+        "any adaptive choice (0: none). Back to depth, it goes back to 0.",
+    )
     model_labels = forms.ChoiceField(
         required=False,
         label="Model labels",
@@ -278,6 +299,8 @@ class SettingsForm(ReviewSettingsMixin):
         "guidelines",
         "pool_depth",
         "holds_whole_corpus",
+        "pool_strategy",
+        "pool_floor",
         "assessors_per_item",
         "resolution_policy",
         "adjudicate_distance",
@@ -289,6 +312,14 @@ class SettingsForm(ReviewSettingsMixin):
         choices = [("", "none: no model-made label enters a snapshot")]
         choices += [(name, f"judge {name}") for name in judges]
         self.fields["model_labels"].choices = choices
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("pool_strategy") == DEPTH:
+            # As the service does: the floor goes with an adaptive strategy, so the
+            # preview shows it going back to 0 instead of a refusal.
+            data["pool_floor"] = 0
+        return data
 
     def changes(self) -> dict[str, Any]:
         return {k: v for k, v in self.cleaned_data.items() if k != "based_on"}

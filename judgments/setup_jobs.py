@@ -34,7 +34,7 @@ from jobs.services import JobFailed, create_job
 from . import formats
 from .models import Collection
 from .selectors import may_create_collections
-from .services import ImportRefused, VerityError, set_up_collection
+from .services import REVIEW_SETTINGS, ImportRefused, VerityError, set_up_collection
 from .wording import counted
 
 TREC, BUNDLE = "trec", "bundle"
@@ -93,16 +93,24 @@ def _refused(problems: list[formats.Problem]) -> JobFailed:
     return JobFailed(first, rest)
 
 
-def _bundle_disagrees(bundle: formats.Bundle, fields: dict[str, Any]) -> list[formats.Problem]:
+def _bundle_disagrees(
+    bundle: formats.Bundle, fields: dict[str, Any], review: dict[str, Any]
+) -> list[formats.Problem]:
     """A bundle's own collection line must mean what the form says about the labels
-    (unit, scale, relevant grade): its grades would mean something else otherwise. Its
-    name, slug and texts give way to the form's."""
+    (unit, scale, relevant grade): its grades would mean something else otherwise. A
+    bundle of several assessors per item must also have the form's review settings: its
+    assessments and adjudications were made, and its labels resolved, under them (and a
+    snapshot's hash holds them). Its name, slug and texts give way to the form's."""
     record = bundle.collection
     if record is None:
         return []
     problems = []
-    for key in ("unit", "scale", "relevant_grade"):
-        mine, theirs = fields[key], getattr(record, key)
+    given = {**fields, **review}
+    keys = ["unit", "scale", "relevant_grade"]
+    if (record.assessors_per_item or 1) > 1:
+        keys += [k for k in REVIEW_SETTINGS if k in record.settings()]
+    for key in keys:
+        mine, theirs = given[key], getattr(record, key)
         if key == "scale":
             theirs = [
                 {"grade": e.get("grade"), "name": str(e.get("name", "")).strip()} for e in theirs
@@ -112,7 +120,12 @@ def _bundle_disagrees(bundle: formats.Bundle, fields: dict[str, Any]) -> list[fo
                 formats.Problem(
                     record.where,
                     f"the bundle's collection has {key} {theirs!r}, the form {mine!r}: make "
-                    "the form match the bundle (or remove the bundle's collection line)",
+                    "the form match the bundle"
+                    + (
+                        " (its assessments were made and resolved under its setting)"
+                        if key in REVIEW_SETTINGS
+                        else ""
+                    ),
                 )
             )
     return problems
@@ -135,7 +148,7 @@ def _read(job: Job, zf: zipfile.ZipFile, progress: JobProgress) -> tuple[formats
             )
     else:
         bundle, problems = formats.parse_bundle(zf.read(members["bundle"]), names["bundle"])
-        problems += _bundle_disagrees(bundle, p["fields"])
+        problems += _bundle_disagrees(bundle, p["fields"], p["review"])
         skipped = 0
     progress.advance(sum(zf.getinfo(m).file_size for m in members.values()))
     if problems:

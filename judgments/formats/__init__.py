@@ -44,6 +44,7 @@ from .records import (
 from .trec import parse_qrels, parse_scale_option, parse_topics
 from .trec_set import read_trec_set, scale_from_grades
 from .writers import (
+    OPTIONAL_SETTING_DEFAULTS,
     SETTING_DEFAULTS,
     bundle_lines,
     collection_object,
@@ -57,6 +58,7 @@ __all__ = [
     "MAX_INT",
     "MAX_LISTED",
     "MAX_SMALL_INT",
+    "OPTIONAL_SETTING_DEFAULTS",
     "QRELS_UNJUDGED_SOURCE",
     "SETTING_DEFAULTS",
     "UNJUDGED_GRADE",

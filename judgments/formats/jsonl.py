@@ -9,6 +9,7 @@ the collection record first (format 2 adds ``format_version`` and the settings f
      "relevant_grade": 1, "guidelines": ..., "pool_depth": 10,
      "holds_whole_corpus": false, "assessors_per_item": 1, "resolution_policy": "single",
      "adjudicate_distance": 1, "model_labels": ""}
+    (then "pool_strategy": "bandit", "pool_floor": 5 when not depth and 0, the defaults)
     {"type": "item", "id": ..., "title": ..., "text": ..., "url": ..., "metadata": {},
      "placeholder": false}
     {"type": "query", "id": ..., "text": ..., "tags": [...], "status": "unreviewed",
@@ -130,6 +131,8 @@ _SPECS: dict[str, _Spec] = {
         "resolution_policy": (_optional(_text(required=True, max_length=16)), False, None),
         "adjudicate_distance": (_optional(_integer(low=0, high=INT16_MAX)), False, None),
         "model_labels": (_optional(_text(max_length=100)), False, None),
+        "pool_strategy": (_optional(_text(required=True, max_length=16)), False, None),
+        "pool_floor": (_optional(_integer(low=0, high=INT32_MAX)), False, None),
     },
     "item": {
         "id": (_ID, True, None),

@@ -79,6 +79,10 @@ class CollectionRecord:
     resolution_policy: str | None = None
     adjudicate_distance: int | None = None
     model_labels: str | None = None
+    # Written only when not the default (``writers.OPTIONAL_SETTING_DEFAULTS``), so a
+    # collection pooled by depth exports the same bytes as before they existed.
+    pool_strategy: str | None = None
+    pool_floor: int | None = None
 
     def settings(self) -> dict[str, Any]:
         """The format 2 settings the line gives, by ``Collection`` field name."""
@@ -88,6 +92,8 @@ class CollectionRecord:
             "resolution_policy",
             "adjudicate_distance",
             "model_labels",
+            "pool_strategy",
+            "pool_floor",
         )
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 

@@ -31,6 +31,14 @@ SETTING_DEFAULTS: dict[str, Any] = {
     "model_labels": "",
 }
 
+#: Settings written after those only when a collection's value is not this default: they
+#: came after format 2's first bundles, whose bytes must not change (an export of a
+#: collection pooled by depth is the same file as before); absent, a reader takes these.
+OPTIONAL_SETTING_DEFAULTS: dict[str, Any] = {
+    "pool_strategy": "depth",
+    "pool_floor": 0,
+}
+
 
 def _canonical_json(value: Any) -> Any:
     """Nested objects with keys sorted, so that stored key order never shows in an export."""
@@ -54,6 +62,11 @@ def collection_object(c: CollectionRecord) -> dict[str, Any]:
         "guidelines": c.guidelines,
         "pool_depth": c.pool_depth,
         **{k: d if getattr(c, k) is None else getattr(c, k) for k, d in SETTING_DEFAULTS.items()},
+        **{
+            k: getattr(c, k)
+            for k, d in OPTIONAL_SETTING_DEFAULTS.items()
+            if getattr(c, k) is not None and getattr(c, k) != d
+        },
     }
 
 

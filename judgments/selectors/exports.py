@@ -80,6 +80,8 @@ def _collection_record(
         resolution_policy=frozen.resolution_policy or collection.resolution_policy,
         adjudicate_distance=frozen.adjudicate_distance,
         model_labels=collection.model_labels,
+        pool_strategy=collection.pool_strategy,
+        pool_floor=collection.pool_floor,
     )
 
 

@@ -80,6 +80,8 @@ LABELS = {
     "resolution_policy": "Resolution policy",
     "adjudicate_distance": "Adjudicate distance",
     "model_labels": "Model labels",
+    "pool_strategy": "Pooling strategy",
+    "pool_floor": "Depth floor",
     "role": "Role",
     "can_adjudicate": "May adjudicate",
 }
@@ -232,6 +234,36 @@ def _model_labels(c: Collection, before: Any, after: Any) -> str:
     )
 
 
+def _pool_strategy(c: Collection, before: Any, after: Any) -> str:
+    runs = run_names(c.pk)
+    if after == "depth":
+        return (
+            "Runs imported from now on pool by depth. The runs' adaptive state is dropped "
+            "and every open task served ahead by it gets the depth rule's priority again "
+            "(most-surfaced pairs first)."
+        )
+    kept = (
+        f" The {counted(len(runs), 'run')} imported already keep{'s' if len(runs) == 1 else ''} "
+        "the order they were pooled with."
+        if runs
+        else ""
+    )
+    return (
+        f"Runs imported from now on serve each query's pooled pairs by '{after}' (was "
+        f"'{before}'): the next pair is the next unjudged item of the best run so far, "
+        f"and every judgment moves the order.{kept}"
+    )
+
+
+def _pool_floor(c: Collection, before: Any, after: Any) -> str:
+    if not after:
+        return f"Runs imported from now on have no depth floor (was their first {before})."
+    return (
+        f"Runs imported from now on have their first {counted(after, 'pooled item')} served "
+        f"before any adaptive choice (was {before})."
+    )
+
+
 _EFFECTS = {
     "name": _name,
     "description": _description,
@@ -242,6 +274,8 @@ _EFFECTS = {
     "resolution_policy": _policy,
     "adjudicate_distance": _distance,
     "model_labels": _model_labels,
+    "pool_strategy": _pool_strategy,
+    "pool_floor": _pool_floor,
 }
 
 

@@ -53,7 +53,7 @@ from .queue import (
     skip_task,
     task_priority,
 )
-from .setup import set_up_collection
+from .setup import REVIEW_SETTINGS, set_up_collection
 from .snapshots import freeze_snapshot
 from .statistics import analyze_after_commit
 from .tokens import (
@@ -71,6 +71,7 @@ __all__ = [
     "MAX_FOCUS_PAIRS",
     "PROGRESS_EVERY",
     "RESERVED_SLUGS",
+    "REVIEW_SETTINGS",
     "FocusOutcome",
     "ImportRefused",
     "ImportReport",

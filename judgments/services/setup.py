@@ -18,6 +18,25 @@ from .members import set_membership
 #: Where a refusal about the collection's own fields points, in a file-and-line list.
 FORM = Where("the new-collection form")
 
+#: The settings the new-collection form sets (the others come from a bundle's line).
+REVIEW_SETTINGS = ("assessors_per_item", "resolution_policy", "adjudicate_distance")
+
+
+def _carried(data: Bundle, review: dict[str, Any] | None) -> dict[str, Any]:
+    """The settings a bundle's collection line gives that the form does not (whether it
+    holds its whole corpus, model labels, the pooling strategy), so the collection is
+    the bundle's; and, for a bundle of several assessors per item, the review settings
+    (the form's, which must match the line's), set before its assessments are imported,
+    as ``import_collection`` sets them. A single-assessor bundle's labels are imported
+    first and the form's review settings applied after, as for TREC files."""
+    if data.collection is None:
+        return {}
+    given = data.collection.settings()
+    carried = {k: v for k, v in given.items() if k not in REVIEW_SETTINGS}
+    if given.get("assessors_per_item", 1) > 1:
+        carried.update({k: v for k, v in (review or {}).items() if k in REVIEW_SETTINGS})
+    return carried
+
 
 @transaction.atomic
 def set_up_collection(
@@ -60,7 +79,7 @@ def set_up_collection(
     if data is None:
         collection = create_collection(**fields, creator=creator, request=request)
     else:
-        data.collection = CollectionRecord(where=FORM, **fields)
+        data.collection = CollectionRecord(where=FORM, **fields, **_carried(data, review))
         report = import_collection_data(
             data=data,
             create=True,

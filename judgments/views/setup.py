@@ -142,11 +142,14 @@ def _history_rows(collection: Collection) -> list[dict[str, Any]]:
     return rows
 
 
+#: The order a history row lists its settings in, whatever order the database kept the
+#: row's JSON keys in (PostgreSQL's jsonb sorts them by length, then bytes).
+_KEY_ORDER = {name: n for n, name in enumerate((*COLLECTION_SETTINGS, "role", "can_adjudicate"))}
+
+
 def _keys(event: Any) -> list[str]:
-    keys = list(event.after or {}) + [
-        k for k in (event.before or {}) if k not in (event.after or {})
-    ]
-    return keys
+    keys = {*(event.after or {}), *(event.before or {})}
+    return sorted(keys, key=lambda k: (_KEY_ORDER.get(k, len(_KEY_ORDER)), k))
 
 
 def _shown(value: Any) -> str:

@@ -130,3 +130,29 @@ def test_the_judges_page_refuses_a_second_judge_of_the_same_name(client):
     assert JudgeConfig.objects.get(collection=collection).model == "m"
     fresh = client.post("/c/judged/judges/new/", {**form, "name": "second"})
     assert fresh.status_code == 302
+
+
+def test_the_admin_collection_and_membership_pages_answer_and_point_to_the_pages(root):
+    """Issue 25: the admin's collection forms work, and what is read-only there points to
+    the pages that change it (settings, members)."""
+    from judgments.models import Membership
+    from judgments.services import set_member_access
+
+    collection = make_collection(slug="pointed")
+    ana = make_user("ana")
+    set_member_access(collection=collection, user=ana, role="reviewer", can_adjudicate=True)
+    membership = Membership.objects.get(collection=collection, user=ana)
+    add = root.get("/admin/judgments/collection/add/")
+    assert add.status_code == 200
+    assert "On the collection&#x27;s settings page, once it is added." in add.content.decode()
+    change = root.get(f"/admin/judgments/collection/{collection.pk}/change/")
+    text = change.content.decode()
+    assert change.status_code == 200
+    assert 'href="/c/pointed/settings/"' in text and 'href="/c/pointed/members/"' in text
+    for setting in ("assessors_per_item", "pool_strategy", "pool_floor"):
+        assert f'name="{setting}"' not in text  # read-only: changed on the settings page
+    assert root.get("/admin/judgments/membership/").status_code == 200
+    assert root.get("/admin/judgments/membership/add/").status_code == 403
+    view = root.get(f"/admin/judgments/membership/{membership.pk}/change/")
+    assert view.status_code == 200
+    assert 'href="/c/pointed/members/"' in view.content.decode()

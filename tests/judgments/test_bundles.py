@@ -36,6 +36,7 @@ from judgments.services import (
     record_assessment,
     set_membership,
     set_query_status,
+    update_collection_settings,
 )
 from tests.factories import GRADED_SCALE, make_collection, make_item, make_query, make_user
 from tests.judgments.conftest import ODD_IDS
@@ -106,6 +107,97 @@ def test_the_collection_line_carries_every_setting(rt_world, run_command):
         "adjudicate_distance": 0,
         "model_labels": "",
     }
+
+
+def test_a_pooling_strategy_round_trips_and_depth_writes_no_key(rt_world, run_command, write_file):
+    """pool_strategy and pool_floor are on the line only when not depth and 0, so a
+    collection pooled by depth exports the bytes it did before they existed."""
+    plain = export(run_command, "rt")
+    assert b"pool_strategy" not in plain and b"pool_floor" not in plain
+    update_collection_settings(collection=rt_world, pool_strategy="bandit", pool_floor=5)
+    v1, _ = freeze_snapshot(collection=rt_world, by=None)
+    first = export(run_command, "rt")
+    line = json.loads(first.split(b"\n", 1)[0])
+    assert list(line)[-3:] == ["model_labels", "pool_strategy", "pool_floor"]
+    assert (line["pool_strategy"], line["pool_floor"]) == ("bandit", 5)
+    assert first.split(b"\n", 1)[1] == plain.split(b"\n", 1)[1]  # only line 1 differs
+    move_aside("rt")
+
+    run_command("import_collection", write_file("rt.jsonl", first))
+
+    copy = Collection.objects.get(slug="rt")
+    assert (copy.pool_strategy, copy.pool_floor) == ("bandit", 5)
+    assert export(run_command, "rt") == first
+    assert freeze_snapshot(collection=copy, by=None)[0].content_hash == v1.content_hash
+    # an existing collection is compared on them when the line gives them
+    with pytest.raises(CommandError, match=r"pool_floor 5 \(this file: 3\)"):
+        other = json.dumps({**line, "pool_floor": 3}) + "\n"
+        run_command("import_collection", write_file("x.jsonl", other))
+    # a floor without an adaptive strategy is refused on line 1, naming the fix
+    new = {**line, "slug": "fresh", "pool_strategy": "depth"}
+    with pytest.raises(CommandError, match=r"x\.jsonl, line 1: a depth floor goes with mtf"):
+        run_command("import_collection", write_file("x.jsonl", json.dumps(new) + "\n"))
+    assert not Collection.objects.filter(slug="fresh").exists()
+
+
+def new_collection_form(line: dict, bundle: bytes, **review) -> dict:
+    """The new-collection page's form, filled as the bundle's line says, starting from it."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return {
+        "name": line["name"],
+        "slug": line["slug"],
+        "unit": line["unit"],
+        "scale": "\n".join(f"{g['grade']} {g['name']}" for g in line["scale"]),
+        "relevant_grade": line["relevant_grade"],
+        "description": line["description"],
+        "guidelines": line["guidelines"],
+        "pool_depth": line["pool_depth"],
+        "assessors_per_item": line["assessors_per_item"],
+        "resolution_policy": line["resolution_policy"],
+        "adjudicate_distance": line["adjudicate_distance"],
+        "start": "bundle",
+        "bundle": SimpleUploadedFile(f"{line['slug']}.jsonl", bundle),
+        **review,
+    }
+
+
+def test_a_new_collection_from_a_bundle_on_the_page_is_the_bundles(
+    rt_world, run_command, client, jobs_inline
+):
+    """/c/new/ from a bundle of several assessors: its assessments were imported into a
+    one-assessor collection (the form's review settings came after the import) and the
+    line's other settings were dropped, so the copy exported other bytes and froze to
+    another hash. Now the line's settings come along and the review settings are set
+    first: the same bytes, the same hash; a form whose review settings differ from a
+    several-assessor bundle's is refused, naming line 1."""
+    from jobs.models import Job, JobState
+
+    update_collection_settings(collection=rt_world, pool_strategy="mtf", pool_floor=2)
+    v1, _ = freeze_snapshot(collection=rt_world, by=None)
+    first = export(run_command, "rt")
+    line = json.loads(first.split(b"\n", 1)[0])
+    move_aside("rt")
+    client.force_login(make_user("lead", is_superuser=True))
+
+    with jobs_inline():
+        client.post("/c/new/", new_collection_form(line, first, assessors_per_item=1))
+    refused = Job.objects.get()
+    assert refused.state == JobState.FAILED
+    assert (
+        "rt.jsonl, line 1: the bundle's collection has assessors_per_item 2, the form 1: make "
+        "the form match the bundle (its assessments were made and resolved under its setting)"
+    ) in refused.errors
+    assert not Collection.objects.filter(slug="rt").exists()
+
+    with jobs_inline():
+        client.post("/c/new/", new_collection_form(line, first))
+    done = Job.objects.exclude(pk=refused.pk).get()
+    assert done.state == JobState.DONE, (done.error, done.errors)
+    copy = Collection.objects.get(slug="rt")
+    assert (copy.holds_whole_corpus, copy.pool_strategy, copy.pool_floor) == (True, "mtf", 2)
+    assert export(run_command, "rt") == first
+    assert freeze_snapshot(collection=copy, by=None)[0].content_hash == v1.content_hash
 
 
 def test_bundle_lines_name_assessors_and_deciders(rt_world, run_command):

@@ -5,6 +5,9 @@ a removed member loses access at once, everywhere."""
 
 from __future__ import annotations
 
+import re
+from html import unescape
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -50,6 +53,8 @@ def settings_form(c, **changes):
         "resolution_policy": c.resolution_policy,
         "adjudicate_distance": c.adjudicate_distance,
         "model_labels": c.model_labels,
+        "pool_strategy": c.pool_strategy,
+        "pool_floor": c.pool_floor,
         "based_on": 0,
         **changes,
     }
@@ -85,6 +90,42 @@ def test_the_preview_counts_what_raising_assessors_opens_and_changes_nothing(cli
     history = client.get("/c/news/settings/").content.decode()
     assert "collection.settings" in history and "Assessors per item: 1 → 2" in history
     assert "member.add" in history and "boss" in history
+
+
+def test_the_pooling_strategy_is_previewed_applied_and_in_the_history(client, world):
+    c, _boss = world
+    page = client.post(
+        "/c/news/settings/", settings_form(c, pool_strategy="bandit", pool_floor=5, step="preview")
+    )
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "Pooling strategy:</span> Runs imported from now on serve each query&#x27;s pooled " \
+        "pairs by &#x27;bandit&#x27; (was &#x27;depth&#x27;)" in text  # fmt: skip
+    assert "Depth floor:</span> Runs imported from now on have their first 5 pooled items " \
+        "served before any adaptive choice (was 0)." in text  # fmt: skip
+    c.refresh_from_db()
+    assert (c.pool_strategy, c.pool_floor) == ("depth", 0)
+    client.post("/c/news/settings/",
+                settings_form(c, pool_strategy="bandit", pool_floor=5, step="apply"))  # fmt: skip
+    c.refresh_from_db()
+    assert (c.pool_strategy, c.pool_floor) == ("bandit", 5)
+    assert 'value="bandit" selected' in client.get("/c/news/settings/").content.decode()
+    # back to depth with the floor left at 5: the floor goes back to 0 with it, shown first
+    latest = _last_settings_row()
+    back = client.post(
+        "/c/news/settings/",
+        settings_form(c, pool_strategy="depth", step="preview", based_on=latest),
+    )
+    assert back.status_code == 200 and "no depth floor (was their first 5)" in back.content.decode()
+    client.post(
+        "/c/news/settings/", settings_form(c, pool_strategy="depth", step="apply", based_on=latest)
+    )
+    c.refresh_from_db()
+    assert (c.pool_strategy, c.pool_floor) == ("depth", 0)
+    history = client.get("/c/news/settings/").content.decode()
+    assert "Pooling strategy: depth → bandit" in history
+    assert "Depth floor: 0 → 5" in history
+    assert "Pooling strategy: bandit → depth" in history and "Depth floor: 5 → 0" in history
 
 
 def test_apply_after_someone_else_changed_is_not_applied(client, world):
@@ -182,3 +223,42 @@ def test_an_admin_who_demotes_themselves_lands_on_the_collection(client, world):
     assert answer.status_code == 302 and answer["Location"] == "/c/news/"
     assert Membership.objects.get(collection=c, user=boss).role == Role.REVIEWER
     assert client.get("/c/news/members/").status_code == 403
+
+
+def history_rows(client) -> list[tuple[str, str, str]]:
+    """The settings page's history table: (who, what, before → after), newest first;
+    every row says when, to the second."""
+    page = client.get("/c/news/settings/").content.decode()
+    body = page.split('<table class="data history">', 1)[1].split("</table>", 1)[0]
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S):
+        when, *cells = re.findall(r"<td.*?>(.*?)</td>", tr, re.S)
+        assert re.search(r'<time datetime="\d{4}-\d\d-\d\dT[\d:]+', when), when
+        who, what, values = (" ".join(unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in cells)
+        rows.append((who, what, values))
+    return rows
+
+
+def test_every_membership_change_is_on_the_settings_history_with_who_before_after(client, world):
+    c, _boss = world
+    make_user("ana", email="ana@example.org")
+    before = len(history_rows(client))
+    client.post("/c/news/members/",
+                {"action": "add", "add-user": "ana", "add-role": "reviewer"})  # fmt: skip
+    client.post("/c/news/members/", {"action": "save", "username": "ana", "role": "evaluator"})
+    client.post("/c/news/members/", {"action": "save", "username": "ana", "role": "evaluator",
+                                     "can_adjudicate": "on"})  # fmt: skip
+    client.post("/c/news/members/", {"action": "save", "username": "ana", "role": "evaluator"})
+    client.post("/c/news/members/", {"action": "remove", "username": "ana"})
+    client.post("/c/news/settings/", settings_form(c, pool_strategy="mtf", pool_floor=3,
+                                                   step="apply", based_on=0))  # fmt: skip
+    rows = history_rows(client)
+    assert len(rows) == before + 6
+    assert rows[:6] == [
+        ("boss", "collection.settings", "Pooling strategy: depth → mtf Depth floor: 0 → 3"),
+        ("boss", "member.remove ana", "Role: evaluator → — May adjudicate: no → —"),
+        ("boss", "member.adjudicate ana", "May adjudicate: yes → no"),
+        ("boss", "member.adjudicate ana", "May adjudicate: no → yes"),
+        ("boss", "member.role ana", "Role: reviewer → evaluator"),
+        ("boss", "member.add ana", "Role: — → reviewer May adjudicate: — → no"),
+    ]
