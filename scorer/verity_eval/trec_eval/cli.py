@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .inputs import InputError, read_qrels, read_run
 from .measures import NICKNAMES, REFUSED_NAMES, TABLE, Context, MeasureError, level_tables
-from .rankings import rank
+from .rankings import rank, read_ranked
 
 VERSION = "10.0-rc3"
 USAGE = """Usage: trec_eval [-h] [-q] {-m measure}* trec_rel_file trec_top_file
@@ -257,7 +257,11 @@ def run(argv: list[str], out) -> int:
     qrels = read_qrels(qrels_path)
     if opts.results_format != "trec_results":
         raise Exit(2, f"trec_eval: Illegal retrieval results format '{opts.results_format}'\n")
-    run_file = read_run(run_path)
+    # Ranked block by block as it is read when it can be; else read whole.
+    run_file = read_ranked(
+        run_path, qrels,
+        debug_qid=opts.debug_qid, max_docs=opts.max_docs, judged_only=opts.judged_only,
+    ) or read_run(run_path)  # fmt: skip
     zscores = read_zscores(opts.zscore_file) if opts.zscore else None
     if opts.debug_level > 0:
         raise Exit(2, "verity-trec-eval: debug output (-D above 0) is not supported\n")

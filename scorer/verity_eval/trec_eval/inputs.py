@@ -280,3 +280,57 @@ def _sims(fields: list[bytes]) -> np.ndarray:
         return np.array(fields, dtype=np.float64)
     except ValueError:
         return np.fromiter((atof(f) for f in fields), dtype=np.float64, count=len(fields))
+
+
+#: Bytes per block when a run is read block by block (``run_blocks``).
+STREAM_BLOCK = 1 << 22
+
+
+class NotStreamable(Exception):
+    """The run cannot be read block by block; the whole-file readers decide."""
+
+
+def run_blocks(path: str, head: bytes, block_size: int | None = None):
+    """The run file's blocks as (query ids, document ids, scores), from pyarrow's
+    streaming CSV reader: each block's query ids a dictionary array, its document ids
+    binary, its scores float64. Raises ``NotStreamable`` where ``_fast_run`` would return
+    None (a line pyarrow cannot split as trec_eval does, a comment line, a line starting
+    with a blank), at whatever block that shows."""
+    if head[:3] == b"\xef\xbb\xbf":
+        raise NotStreamable
+    end = head.find(b"\n")
+    if end == -1:
+        raise NotStreamable
+    first = head[:end]
+    delimiter = "\t" if b"\t" in first and b" " not in first else " "
+    try:
+        reader = pa_csv.open_csv(
+            path,
+            read_options=pa_csv.ReadOptions(
+                column_names=_RUN_COLUMNS,
+                block_size=block_size or STREAM_BLOCK,
+                use_threads=False,
+            ),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=_RUN_TYPES,
+                include_columns=list(_RUN_TYPES),
+                strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+        for batch in reader:
+            qid, docno, sim = batch.column(0), batch.column(1), batch.column(2)
+            if qid.null_count or docno.null_count or sim.null_count:
+                raise NotStreamable
+            if any(not q or q[:1] == b"#" or q[:1] in _SPACE for q in qid.dictionary.to_pylist()):
+                raise NotStreamable
+            yield qid, docno, sim.to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as error:
+        raise NotStreamable from error
