@@ -54,7 +54,7 @@ LONG_TO_SHORT = {
 BY_NAME = {m.name: m for m in TABLE}
 #: Queries are scored in batches of similar depth whose padded query x rank matrix holds at
 #: most this many cells (one very deep ranking does not widen every query's row).
-BATCH_CELLS = 1 << 22
+BATCH_CELLS = 1 << 19
 
 
 class Exit(Exception):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 __all__ = ["InputError", "QrelsFile", "RunFile", "read_qrels", "read_run"]
@@ -130,14 +131,20 @@ def read_qrels(path: str) -> QrelsFile:
                 f"trec_eval: Quit in file '{path}'",
             ]
         )
-    if data[-1:] != b"\n":
-        data = bytes(data) + b"\n"
-    table = _fast_columns(
-        data,
-        ["qid", "iter", "docno", "rel"],
-        {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()},
-        empty_lines_ok=False,
-    )
+    names = ["qid", "iter", "docno", "rel"]
+    types = {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()}
+    if data[-1:] == b"\n" and isinstance(data, mmap.mmap):
+        # From the path (the mapped pages would count in memory); a comment line, a
+        # blank one or one starting with a blank shows in a query id.
+        table = _parse(path, data[:4096], names, types, empty_lines_ok=False)
+        if table is not None:
+            first = pc.unique(table.column("qid")).to_pylist()
+            if any(not q or q[:1] == b"#" or q[:1] in _SPACE for q in first):
+                table = None
+    else:
+        if data[-1:] != b"\n":
+            data = bytes(data) + b"\n"
+        table = _fast_columns(data, names, types, empty_lines_ok=False)
     if table is not None:
         rel_text = table.column("rel").combine_chunks()
         try:
