@@ -282,12 +282,22 @@ def _fast_run(path: str, data) -> RunFile | None:
     )
 
 
+def is_not_data(qid: bytes) -> bool:
+    """A query id the fast readers cannot take: empty (a blank line), or starting with
+    '#' (a comment line) or a blank."""
+    return not qid or qid[:1] == b"#" or qid[:1] in _SPACE
+
+
 def _sims(fields: list[bytes]) -> np.ndarray:
     try:
         return np.array(fields, dtype=np.float64)
     except ValueError:
         return np.fromiter((atof(f) for f in fields), dtype=np.float64, count=len(fields))
 
+
+# Query ids as binary: a block's queries are found by comparing neighbours (cheaper than
+# pyarrow's dictionary encoding, which hashes every line's id).
+_BLOCK_TYPES = {"qid": pa.binary(), "docno": pa.binary(), "sim": pa.float64()}
 
 #: Bytes per block when a run is read block by block (``run_blocks``).
 STREAM_BLOCK = 1 << 22
@@ -299,10 +309,10 @@ class NotStreamable(Exception):
 
 def run_blocks(path: str, head: bytes, block_size: int | None = None):
     """The run file's blocks as (query ids, document ids, scores), from pyarrow's
-    streaming CSV reader: each block's query ids a dictionary array, its document ids
-    binary, its scores float64. Raises ``NotStreamable`` where ``_fast_run`` would return
-    None (a line pyarrow cannot split as trec_eval does, a comment line, a line starting
-    with a blank), at whatever block that shows."""
+    streaming CSV reader: ids binary, scores float64. Raises ``NotStreamable`` where
+    ``_fast_run`` would return None for a line pyarrow cannot split as trec_eval does, at
+    whatever block that shows (a comment line, or one starting with a blank, shows in a
+    query id: the caller checks them)."""
     if head[:3] == b"\xef\xbb\xbf":
         raise NotStreamable
     end = head.find(b"\n")
@@ -326,8 +336,8 @@ def run_blocks(path: str, head: bytes, block_size: int | None = None):
                 ignore_empty_lines=True,
             ),
             convert_options=pa_csv.ConvertOptions(
-                column_types=_RUN_TYPES,
-                include_columns=list(_RUN_TYPES),
+                column_types=_BLOCK_TYPES,
+                include_columns=list(_BLOCK_TYPES),
                 strings_can_be_null=False,
                 null_values=[],
             ),
@@ -335,8 +345,6 @@ def run_blocks(path: str, head: bytes, block_size: int | None = None):
         for batch in reader:
             qid, docno, sim = batch.column(0), batch.column(1), batch.column(2)
             if qid.null_count or docno.null_count or sim.null_count:
-                raise NotStreamable
-            if any(not q or q[:1] == b"#" or q[:1] in _SPACE for q in qid.dictionary.to_pylist()):
                 raise NotStreamable
             yield qid, docno, sim.to_numpy()
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as error:

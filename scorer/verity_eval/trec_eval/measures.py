@@ -28,20 +28,87 @@ class MeasureError(Exception):
     """A measure trec_eval cannot compute (its message, then "Can't calculate")."""
 
 
+#: At most this many cells (queries x buffer length) for ``level_tables``'s matrices.
+LEVEL_CELLS = 1 << 24
+
+
 def level_tables(r: Rankings, level: int):
     """form_res_rels' rel_levels per query, with its reuse of one buffer: the buffer is
     cleared only up to the query's highest grade, and num_rel_levels keeps the previous
     query's value when the query has no judged (non-negative) grade. Sequential over the
     queries in order, so computed once for all of them: (tables, num_rel_levels, num_rel,
-    num_nonrel), one entry per query."""
+    num_nonrel), one entry per query.
+
+    The buffer's history is computed with arrays (``_level_arrays``); a grade so high
+    that the (queries x length) matrices would be large takes the loop over the queries
+    (``_level_loop``), which follows form_res_rels step by step."""
     order = np.argsort(r.qrel_row, kind="stable")
     rows, g = r.qrel_row[order], r.qrel_grade[order]
     bounds = np.searchsorted(rows, np.arange(r.n + 1))
+    done = _level_arrays(r.n, rows, g, bounds, level)
+    if done is not None:
+        return done
+    return _level_loop(r.n, g, bounds, level)
+
+
+def _level_arrays(n, rows, g, bounds, level):
+    if n == 0:
+        return None
+    sizes = np.diff(bounds)
+    # needed: the query's highest grade + 1 (0 without qrels), as form_res_rels sizes it.
+    needed = np.zeros(n, np.int64)
+    has = sizes > 0
+    if has.any():
+        needed[has] = np.maximum.reduceat(g, bounds[:-1][has]) + 1
+    # The buffer's length after each query: it grows (to its length + needed, zeroed)
+    # when a query needs more than it has.
+    lengths = np.empty(n, np.int64)
+    grown = np.zeros(n, bool)
+    length = 0
+    for q, need in enumerate(needed.tolist()):
+        if need > length:
+            length += need
+            grown[q] = True
+        lengths[q] = length
+    width = max(length, max(level, 0), 1)
+    if n * width > LEVEL_CELLS:
+        return None
+    judged = g >= 0
+    counts = np.bincount(
+        rows[judged].astype(np.int64) * width + g[judged], minlength=n * width
+    ).reshape(n, width)
+    # Position j after query q holds the counts of the last query p <= q that cleared
+    # it (j < needed[p]) or grew the buffer (then j >= needed[p] is 0).
+    cols = np.arange(width)
+    cleared = (cols[None, :] < needed[:, None]) | grown[:, None]
+    writer = np.where(cleared, np.arange(n)[:, None], -1)
+    np.maximum.accumulate(writer, axis=0, out=writer)
+    last = np.maximum(writer, 0)
+    value = np.where((writer >= 0) & (cols[None, :] < needed[last]), counts[last, cols[None, :]], 0)
+    tables = [value[q, :length] for q, length in enumerate(lengths.tolist())]
+    # num_rel_levels: the highest judged grade + 1, else the previous query's.
+    nonzero = counts > 0
+    top = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), -1)
+    known = np.flatnonzero(top >= 0)
+    levels = np.zeros(n, np.int64)
+    if len(known):
+        carry = np.maximum.accumulate(np.where(top >= 0, np.arange(n), -1))
+        levels = np.where(carry >= 0, top[np.maximum(carry, 0)], 0)
+    low = max(level, 0)
+    own = np.where((cols[None, :] >= low) & (cols[None, :] < needed[:, None]), counts, 0)
+    num_rel = own.sum(axis=1)
+    upto = max(level, 0)
+    in_buffer = cols[None, :] < np.minimum(lengths, upto)[:, None]
+    num_nonrel = np.where(in_buffer, value, 0).sum(axis=1)
+    return tables, levels.tolist(), num_rel.astype(np.int64), num_nonrel.astype(np.int64)
+
+
+def _level_loop(n, g, bounds, level):
     buffer = np.zeros(0, dtype=np.int64)
     num_levels = 0
     tables, levels, num_rel, num_nonrel = [], [], [], []
     low = max(level, 0)
-    for q in range(r.n):
+    for q in range(n):
         own = g[bounds[q] : bounds[q + 1]]
         needed = int(own.max()) + 1 if len(own) else 0
         if needed > len(buffer):

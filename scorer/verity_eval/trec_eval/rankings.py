@@ -27,6 +27,7 @@ from .inputs import (
     RunFile,
     _last_line,
     _mapped,
+    is_not_data,
     read_run,
     run_blocks,
 )
@@ -708,18 +709,23 @@ def rank_blocks(
     pieces: list[tuple] = []  # the lines so far of the query the last block ended with
     open_qid = None
     for qid, docno, sim in blocks:
-        codes = qid.indices.to_numpy(zero_copy_only=False)
-        if len(codes) == 0:
+        n_lines = len(qid)
+        if n_lines == 0:
             continue
-        names = qid.dictionary.to_pylist()
-        starts = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1])
-        order = [names[c] for c in codes[starts].tolist()]
+        differs = pc.not_equal(qid.slice(1), qid.slice(0, n_lines - 1))
+        cut = pc.indices_nonzero(differs).to_numpy().astype(np.int64) + 1
+        starts = np.concatenate([np.zeros(1, np.int64), cut])
+        queries = qid.take(pa.array(starts))
+        order = queries.to_pylist()
         if len(set(order)) != len(order):
             return None  # a query's lines apart within the block
-        line_rows = _rows_of(qid.dictionary, value_set)[codes]
+        if any(is_not_data(q) for q in order):
+            return None  # a comment line, a blank one: the whole-file readers decide
+        counts = np.diff(np.append(starts, n_lines))
+        line_rows = np.repeat(_rows_of(queries, value_set), counts)
         begin = 0
         if order[0] == open_qid:  # the query goes on
-            end = int(starts[1]) if len(starts) > 1 else len(codes)
+            end = int(starts[1]) if len(starts) > 1 else n_lines
             pieces.append((line_rows[:end], docno.slice(0, end), sim[:end]))
             if len(starts) == 1:
                 continue
