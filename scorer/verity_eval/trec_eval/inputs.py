@@ -19,7 +19,7 @@ from __future__ import annotations
 import mmap
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +61,8 @@ class QrelsFile:
     qid: pa.Array  # binary
     docno: pa.Array  # binary
     rel: np.ndarray  # int64
+    # What the rankings derive from the query ids once (rankings._segments).
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,7 @@ def rank(
         sims = np.concatenate([sims, np.ones(len(bogus_rows))])
 
     # The qrels of the evaluated queries.
-    qrel_rows_all = _rows_of(qrels.qid, value_set)
+    qrel_rows_all = _qrels_rows(qrels, value_set)
     qkeep = np.flatnonzero(qrel_rows_all >= 0)
     q_rows = qrel_rows_all[qkeep]
     q_docs = qrels.docno.take(qkeep)
@@ -198,7 +198,7 @@ def _rankings(
     """The rankings from the numeric path's (query, position, value) lines."""
     n = len(qids)
     if qrels_of is None:
-        qrel_rows_all = _rows_of(qrels.qid, pa.array(qids, pa.binary()))
+        qrel_rows_all = _qrels_rows(qrels, pa.array(qids, pa.binary()))
         qkeep = np.flatnonzero(qrel_rows_all >= 0)
         qrels_of = (qrel_rows_all[qkeep], qrels.rel[qkeep])
     q_rows, q_grades = qrels_of
@@ -260,7 +260,7 @@ def _rank_ranked(qrels, qrels_qids, run: RankedRun, qids, bogus, stop, needs_ran
     num_ret[seg_rows[evaluated]] = seg_counts[evaluated]
     starts = np.zeros(n, np.int64)
     starts[seg_rows[evaluated]] = seg_starts[evaluated]
-    qrel_rows_all = _rows_of(qrels.qid, pa.array(qids, pa.binary()))
+    qrel_rows_all = _qrels_rows(qrels, pa.array(qids, pa.binary()))
     qkeep = np.flatnonzero(qrel_rows_all >= 0)
     q_rows, q_grades = qrel_rows_all[qkeep], qrels.rel[qkeep]
     if needs_rankings and n:
@@ -654,10 +654,31 @@ class RankedRun:
     path: str
 
 
+def _segments(qrels: QrelsFile):
+    """The qrels' runs of lines with one query id (one per query when the file is
+    written query by query): each run's id (binary), first line and length."""
+    if "segments" not in qrels.derived:
+        qid = qrels.qid
+        n = len(qid)
+        starts = np.zeros(min(n, 1), np.int64)
+        if n > 1:
+            differs = pc.not_equal(qid.slice(1), qid.slice(0, n - 1))
+            cut = pc.indices_nonzero(differs).to_numpy().astype(np.int64) + 1
+            starts = np.concatenate([starts, cut])
+        counts = np.diff(np.append(starts, n))
+        qrels.derived["segments"] = (qid.take(pa.array(starts, pa.int64())), starts, counts)
+    return qrels.derived["segments"]
+
+
+def _qrels_rows(qrels: QrelsFile, value_set: pa.Array) -> np.ndarray:
+    """Each qrels line's index in ``value_set``, -1 for the others (``_rows_of``)."""
+    ids, _, counts = _segments(qrels)
+    return np.repeat(_rows_of(ids, value_set), counts)
+
+
 def _candidates(qrels: QrelsFile, debug_qid: str | None) -> list[bytes]:
     """The qrels' queries in strcmp order (binary order is strcmp's), or the -D one."""
-    qrels_qids = pc.unique(qrels.qid)
-    qrels_qids = qrels_qids.take(pc.sort_indices(qrels_qids)).to_pylist()
+    qrels_qids = sorted(set(_segments(qrels)[0].to_pylist()))
     debug = debug_qid.encode("latin-1") if debug_qid is not None else None
     return qrels_qids, [q for q in qrels_qids if debug is None or q == debug]
 
@@ -666,14 +687,30 @@ class _QrelsByRow:
     """The qrels lines of the candidate queries, grouped by candidate index."""
 
     def __init__(self, qrels: QrelsFile, value_set: pa.Array):
-        rows = _rows_of(qrels.qid, value_set)
-        keep = np.flatnonzero(rows >= 0)
-        order = keep[np.argsort(rows[keep], kind="stable")]
-        counts = np.bincount(rows[keep], minlength=len(value_set))
+        ids, seg_starts, seg_counts = _segments(qrels)
+        seg_rows = _rows_of(ids, value_set)
+        keep = np.flatnonzero(seg_rows >= 0)
+        # The kept runs of lines by row (file order within a row), then their lines.
+        keep = keep[np.argsort(seg_rows[keep], kind="stable")]
+        sizes = seg_counts[keep]
+        total = int(sizes.sum())
+        order = np.repeat(seg_starts[keep] - (np.cumsum(sizes) - sizes), sizes)
+        order += np.arange(total)
+        counts = np.bincount(np.repeat(seg_rows[keep], sizes), minlength=len(value_set)).astype(
+            np.int64
+        )
         self.counts = counts
         self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self.docs = qrels.docno.take(order)
         self.grades = qrels.rel[order]
+        # The ranked values kept in the narrowest integers that hold them (the padded
+        # matrices are int64 again): a 10M-line run's values in 10 MB, not 80.
+        low = min(int(self.grades.min(initial=0)), UNJUDGED)
+        high = int(self.grades.max(initial=0))
+        self.value_type = next(
+            t for t in (np.int8, np.int16, np.int32, np.int64)
+            if np.iinfo(t).min <= low and high <= np.iinfo(t).max
+        )  # fmt: skip
 
     def of(self, rows: np.ndarray):
         """Local row (index into ``rows``), documents and grades of these rows' qrels."""
@@ -785,7 +822,7 @@ def _rank_lines(line_rows, docs, sims, by_row: _QrelsByRow, max_docs: int, judge
     for a run-only query's line, dropped), cut at -M, then the unjudged dropped under
     -J: the values in rank order query by query, the queries and their line counts; or
     None for the string path."""
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    empty = (np.zeros(0, by_row.value_type), np.zeros(0, np.int32), np.zeros(0, np.int64))
     if len(line_rows) == 0:
         return empty
     keep = line_rows >= 0
@@ -803,13 +840,14 @@ def _rank_lines(line_rows, docs, sims, by_row: _QrelsByRow, max_docs: int, judge
     if result is None:
         return None
     ranked, position, grades = result
-    kept = position < max_docs
-    if judged_only:
-        kept &= grades >= 0
-    if not kept.all():
-        ranked, grades = ranked[kept], grades[kept]
+    if judged_only or max_docs < len(ranked):
+        kept = position < max_docs
+        if judged_only:
+            kept &= grades >= 0
+        if not kept.all():
+            ranked, grades = ranked[kept], grades[kept]
     counts = np.bincount(ranked, minlength=len(present)).astype(np.int64)
-    return grades, present.astype(np.int32), counts
+    return grades.astype(by_row.value_type), present.astype(np.int32), counts
 
 
 def read_ranked(
