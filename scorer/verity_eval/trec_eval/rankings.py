@@ -500,28 +500,57 @@ def _digits(values: np.ndarray, bits: int) -> list[np.ndarray]:
     return out
 
 
+def _equal_pairs(hashes: np.ndarray):
+    """The pairs of lines (first, second) whose hashes are equal; None when three or
+    more lines share one. A radix sort on the hashes' upper 32 bits puts lines with
+    equal hashes together; a pair of neighbours is compared whole, and the rare groups
+    of three or more upper halves alike are sorted by whole hash."""
+    high = hashes >> np.uint64(32)
+    order = _radix_order(_digits(high, 32))
+    if order is None:
+        order = np.arange(len(hashes))
+    high = high[order]
+    alike = high[1:] == high[:-1]  # neighbours i, i + 1 share their upper bits
+    del high
+    before = np.zeros_like(alike)
+    before[1:] = alike[:-1]
+    after = np.zeros_like(alike)
+    after[:-1] = alike[1:]
+    at = np.flatnonzero(alike & ~before & ~after)  # groups of two
+    first, second = order[at], order[at + 1]
+    equal = hashes[first] == hashes[second]
+    first, second = first[equal], second[equal]
+    larger = alike & (before | after)
+    if larger.any():
+        in_group = np.zeros(len(hashes), dtype=bool)
+        in_group[:-1] = larger
+        in_group[1:] |= larger
+        lines = order[np.flatnonzero(in_group)]
+        lines = lines[np.argsort(hashes[lines], kind="stable")]
+        whole = hashes[lines]
+        more = np.flatnonzero(whole[1:] == whole[:-1])
+        if len(more) > 1 and (more[1:] == more[:-1] + 1).any():
+            return None
+        first = np.concatenate([first, lines[more]])
+        second = np.concatenate([second, lines[more + 1]])
+    return first, second
+
+
 def _rank_hashed(rows, run_keys, sims, q_rows, q_keys, q_grades, n):
-    """The join by a hash of (query, id) (pyarrow's dictionary encoding: a document's
-    qrels line and run line share a code), and the ranking by a radix sort on (query,
+    """The join by a hash of (query, id) (``_equal_pairs``: a document's qrels line and
+    its run line share a hash), and the ranking by a radix sort on (query,
     score descending), its ties by id descending. False when the sort path must decide
     (a score NaN, a hash shared by unequal keys); None for the string path (a document
     twice in one query's run lines or qrels lines)."""
     n_run, n_q = len(rows), len(q_rows)
     if np.isnan(sims).any():
         return False
-    # Qrels lines then run lines, sorted by hash: a document's qrels line and run line
-    # side by side.
     hashes = np.concatenate([_hash(q_rows, q_keys), _hash(rows, run_keys)])
-    order = _radix_order(_digits(hashes, 64))
-    if order is None:
-        order = np.arange(len(hashes))
-    hashes = hashes[order]
-    pairs = np.flatnonzero(hashes[1:] == hashes[:-1])
-    del hashes
-    if len(pairs) > 1 and (pairs[1:] == pairs[:-1] + 1).any():
+    pairs = _equal_pairs(hashes)
+    if pairs is None:
         return None  # three lines share a hash: a document twice in one query's lines
-    first, second = order[pairs], order[pairs + 1]
-    del order, pairs
+    first, second = pairs
+    del hashes, pairs
     first_qrels = first < n_q
     if (first_qrels == (second < n_q)).any():
         return None  # two run lines, or two qrels lines, share a hash
