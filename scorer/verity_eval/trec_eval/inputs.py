@@ -85,7 +85,9 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
     return _parse(pa.BufferReader(pa.py_buffer(data)), data[:4096], names, types, empty_lines_ok)
 
 
-def _parse(source, head: bytes, names: list[str], types: dict, empty_lines_ok: bool):
+def _parse(
+    source, head: bytes, names: list[str], types: dict, empty_lines_ok: bool, block_size=1 << 24
+):
     """pyarrow's CSV reader on ``source`` (``head``: the file's first bytes)."""
     if head[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
         return None
@@ -98,7 +100,7 @@ def _parse(source, head: bytes, names: list[str], types: dict, empty_lines_ok: b
         table = pa_csv.read_csv(
             source,
             read_options=pa_csv.ReadOptions(
-                column_names=names, block_size=1 << 24, use_threads=False
+                column_names=names, block_size=block_size, use_threads=False
             ),
             parse_options=pa_csv.ParseOptions(
                 delimiter=delimiter,
@@ -136,17 +138,28 @@ def read_qrels(path: str) -> QrelsFile:
     names = ["qid", "iter", "docno", "rel"]
     types = {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()}
     if data[-1:] == b"\n" and isinstance(data, mmap.mmap):
-        # From the path (the mapped pages would count in memory); a comment line, a
-        # blank one or one starting with a blank shows in a query id.
-        table = _parse(path, data[:4096], names, types, empty_lines_ok=False)
+        # From the path (the mapped pages would count in memory), in one block (its
+        # columns need no copy to be contiguous), grades read as integers (else as
+        # text, below); a comment line, a blank one or one starting with a blank shows
+        # in a query id.
+        block = min(len(data) + 1, 1 << 30)
+        whole = {**types, "rel": pa.int64()}
+        table = _parse(path, data[:4096], names, whole, empty_lines_ok=False, block_size=block)
+        if table is None:
+            table = _parse(path, data[:4096], names, types, empty_lines_ok=False)
         if table is not None:
             first = pc.unique(table.column("qid")).to_pylist()
-            if any(not q or q[:1] == b"#" or q[:1] in _SPACE for q in first):
+            if any(is_not_data(q) for q in first):
                 table = None
     else:
         if data[-1:] != b"\n":
             data = bytes(data) + b"\n"
         table = _fast_columns(data, names, types, empty_lines_ok=False)
+    if table is not None and table.column("rel").type == pa.int64():
+        rel = table.column("rel").to_numpy()
+        return QrelsFile(
+            table.column("qid").combine_chunks(), table.column("docno").combine_chunks(), rel
+        )
     if table is not None:
         rel_text = table.column("rel").combine_chunks()
         try:
@@ -302,7 +315,7 @@ def _sims(fields: list[bytes]) -> np.ndarray:
 _BLOCK_TYPES = {"qid": pa.binary(), "docno": pa.binary(), "sim": pa.float64()}
 
 #: Bytes per block when a run is read block by block (``run_blocks``).
-STREAM_BLOCK = 1 << 22
+STREAM_BLOCK = 1 << 21
 
 
 class NotStreamable(Exception):

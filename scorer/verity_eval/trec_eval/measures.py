@@ -42,24 +42,36 @@ def level_tables(r: Rankings, level: int):
     The buffer's history is computed with arrays (``_level_arrays``); a grade so high
     that the (queries x length) matrices would be large takes the loop over the queries
     (``_level_loop``), which follows form_res_rels step by step."""
+    done = _level_arrays(r.n, r.qrel_row, r.qrel_grade, level)
+    if done is not None:
+        return done
     order = np.argsort(r.qrel_row, kind="stable")
     rows, g = r.qrel_row[order], r.qrel_grade[order]
     bounds = np.searchsorted(rows, np.arange(r.n + 1))
-    done = _level_arrays(r.n, rows, g, bounds, level)
-    if done is not None:
-        return done
     return _level_loop(r.n, g, bounds, level)
 
 
-def _level_arrays(n, rows, g, bounds, level):
+def _level_arrays(n, rows, g, level):
+    """``level_tables`` from each query's count of each judged grade (the qrels lines in
+    any order): None when the counts would not fit in LEVEL_CELLS."""
     if n == 0:
         return None
-    sizes = np.diff(bounds)
-    # needed: the query's highest grade + 1 (0 without qrels), as form_res_rels sizes it.
+    judged = np.flatnonzero(g >= 0)
+    top_grade = int(g[judged].max()) if len(judged) else -1
+    if n * (top_grade + 2) > LEVEL_CELLS:
+        return None
+    grades = top_grade + 1
+    key = rows[judged].astype(np.int64) * grades
+    key += g[judged]
+    counts = np.bincount(key, minlength=n * grades).reshape(n, grades)
+    del key, judged
+    # needed: the query's highest grade + 1, as form_res_rels sizes its buffer (a query
+    # without a judged grade clears nothing, as if it needed 0).
+    nonzero = counts > 0
+    any_judged = nonzero.any(axis=1)
     needed = np.zeros(n, np.int64)
-    has = sizes > 0
-    if has.any():
-        needed[has] = np.maximum.reduceat(g, bounds[:-1][has]) + 1
+    if grades:
+        needed[any_judged] = grades - np.argmax(nonzero[any_judged, ::-1], axis=1)
     # The buffer's length after each query: it grows (to its length + needed, zeroed)
     # when a query needs more than it has.
     lengths = np.empty(n, np.int64)
@@ -73,10 +85,8 @@ def _level_arrays(n, rows, g, bounds, level):
     width = max(length, max(level, 0), 1)
     if n * width > LEVEL_CELLS:
         return None
-    judged = g >= 0
-    counts = np.bincount(
-        rows[judged].astype(np.int64) * width + g[judged], minlength=n * width
-    ).reshape(n, width)
+    if width > grades:
+        counts = np.pad(counts, ((0, 0), (0, width - grades)))
     # Position j after query q holds the counts of the last query p <= q that cleared
     # it (j < needed[p]) or grew the buffer (then j >= needed[p] is 0).
     cols = np.arange(width)
@@ -87,13 +97,8 @@ def _level_arrays(n, rows, g, bounds, level):
     value = np.where((writer >= 0) & (cols[None, :] < needed[last]), counts[last, cols[None, :]], 0)
     tables = [value[q, :length] for q, length in enumerate(lengths.tolist())]
     # num_rel_levels: the highest judged grade + 1, else the previous query's.
-    nonzero = counts > 0
-    top = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), -1)
-    known = np.flatnonzero(top >= 0)
-    levels = np.zeros(n, np.int64)
-    if len(known):
-        carry = np.maximum.accumulate(np.where(top >= 0, np.arange(n), -1))
-        levels = np.where(carry >= 0, top[np.maximum(carry, 0)], 0)
+    carry = np.maximum.accumulate(np.where(any_judged, np.arange(n), -1))
+    levels = np.where(carry >= 0, needed[np.maximum(carry, 0)], 0)
     low = max(level, 0)
     own = np.where((cols[None, :] >= low) & (cols[None, :] < needed[:, None]), counts, 0)
     num_rel = own.sum(axis=1)
