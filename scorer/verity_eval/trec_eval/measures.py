@@ -56,15 +56,19 @@ def _level_arrays(n, rows, g, level):
     any order): None when the counts would not fit in LEVEL_CELLS."""
     if n == 0:
         return None
-    judged = np.flatnonzero(g >= 0)
-    top_grade = int(g[judged].max()) if len(judged) else -1
+    top_grade = int(g.max(initial=-1))
     if n * (top_grade + 2) > LEVEL_CELLS:
         return None
-    grades = top_grade + 1
-    key = rows[judged].astype(np.int64) * grades
-    key += g[judged]
-    counts = np.bincount(key, minlength=n * grades).reshape(n, grades)
-    del key, judged
+    grades = max(top_grade + 1, 0)
+    if grades and g.min() < 0:  # the judged lines only
+        judged = np.flatnonzero(g >= 0)
+        rows, g = rows[judged], g[judged]
+    counts = np.zeros((n, 0), np.int64)
+    if grades:
+        key = rows.astype(np.int64) * grades
+        key += g
+        counts = np.bincount(key, minlength=n * grades).reshape(n, grades)
+        del key
     # needed: the query's highest grade + 1, as form_res_rels sizes its buffer (a query
     # without a judged grade clears nothing, as if it needed 0).
     nonzero = counts > 0

@@ -260,9 +260,11 @@ def _rank_ranked(qrels, qrels_qids, run: RankedRun, qids, bogus, stop, needs_ran
     num_ret[seg_rows[evaluated]] = seg_counts[evaluated]
     starts = np.zeros(n, np.int64)
     starts[seg_rows[evaluated]] = seg_starts[evaluated]
-    qrel_rows_all = _qrels_rows(qrels, pa.array(qids, pa.binary()))
-    qkeep = np.flatnonzero(qrel_rows_all >= 0)
-    q_rows, q_grades = qrel_rows_all[qkeep], qrels.rel[qkeep]
+    q_rows = _qrels_rows(qrels, pa.array(qids, pa.binary()))
+    q_grades = qrels.rel
+    if q_rows.min(initial=0) < 0:  # some qrels queries are not evaluated
+        qkeep = np.flatnonzero(q_rows >= 0)
+        q_rows, q_grades = q_rows[qkeep], q_grades[qkeep]
     if needs_rankings and n:
         first_judged = bool((q_rows[q_grades >= 0] == 0).any())
         if not first_judged and (stop is None or stop.index > 0):
