@@ -290,6 +290,7 @@ def run(argv: list[str], out) -> int:
         debug_qid=opts.debug_qid,
         needs_rankings=needs_rankings,
     )
+    del qrels, run_file  # the ids and the qrels' copies: not needed to score
     n = rankings.n
     stop = rankings.stop
     evaluated = stop.index if stop else n

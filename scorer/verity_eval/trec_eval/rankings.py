@@ -202,6 +202,8 @@ def _rankings(
         qkeep = np.flatnonzero(qrel_rows_all >= 0)
         qrels_of = (qrel_rows_all[qkeep], qrels.rel[qkeep])
     q_rows, q_grades = qrels_of
+    if position is None:
+        position = _positions(rows, n)
     kept = position < max_docs
     if not kept.all():
         rows, position, grades = rows[kept], position[kept], grades[kept]
@@ -594,11 +596,16 @@ def _rank_hashed(rows, run_keys, sims, q_rows, q_keys, q_grades, n):
         lines = order[at]
         by_id = np.lexsort([~k[lines] for k in reversed(run_keys)] + [group])
         order[at] = lines[by_id]
-    index_type = np.int32 if n_run < 2**31 else np.int64
-    counts = np.bincount(s_rows, minlength=n)
-    position = np.arange(n_run, dtype=index_type)
+    return s_rows, None, grade[order]  # positions: ``_positions`` when needed
+
+
+def _positions(ranked_rows: np.ndarray, n: int) -> np.ndarray:
+    """Each line's position in its query's ranking (lines query by query)."""
+    index_type = np.int32 if len(ranked_rows) < 2**31 else np.int64
+    counts = np.bincount(ranked_rows, minlength=n)
+    position = np.arange(len(ranked_rows), dtype=index_type)
     position -= np.repeat((np.cumsum(counts) - counts).astype(index_type), counts)
-    return s_rows, position, grade[order]
+    return position
 
 
 def _rank_sorted(rows, docs, sims, q_rows, q_docs, q_grades, n):
@@ -872,6 +879,8 @@ def _rank_lines(line_rows, docs, sims, by_row: _QrelsByRow, max_docs: int, judge
         return None
     ranked, position, grades = result
     if judged_only or max_docs < len(ranked):
+        if position is None:
+            position = _positions(ranked, len(present))
         kept = position < max_docs
         if judged_only:
             kept &= grades >= 0
