@@ -686,7 +686,7 @@ def m_G(ctx, params):
     terms = np.zeros_like(g)
     if len(where[0]):
         bases = (2 + sum_cost[where]) - sum_results[where]
-        terms[where] = g[where] / np.array([math.log2(b) if b > 0 else _c_log2(b) for b in bases])
+        terms[where] = g[where] / _c_log2_all(bases)
     results_g = seq_rowsum(terms)
     with np.errstate(divide="ignore", invalid="ignore"):
         ideal_terms = np.where(
@@ -696,9 +696,57 @@ def m_G(ctx, params):
     return np.where(sum_ideal > 0.0, _div(results_g, sum_ideal), 0.0)
 
 
+def _c_log2_all(values: np.ndarray) -> np.ndarray:
+    """math.log2 of each value (the C library's), ``_c_log2`` where it raises."""
+    listed = values.tolist()
+    if listed and min(listed) > 0:
+        return np.array(list(map(math.log2, listed)))
+    return np.array([math.log2(b) if b > 0 else _c_log2(b) for b in listed])
+
+
 def _c_log2(x: float) -> float:
     """C's log2 where math.log2 raises: -inf at 0, NaN below."""
     return -math.inf if x == 0 else math.nan
+
+
+#: At most this many cells in ``_ideal_dcg``'s matrices (else the loop over the queries).
+IDEAL_CELLS = 1 << 24
+_LOG2_FROM_2: list[np.ndarray] = [np.zeros(0)]
+
+
+def _log2_from_2(size: int) -> np.ndarray:
+    """math.log2(i + 2) for i < size (the C library's values, as the loop computes)."""
+    if len(_LOG2_FROM_2[0]) < size:
+        _LOG2_FROM_2[0] = np.array([math.log2(i + 2) for i in range(max(size, 1024))])
+    return _LOG2_FROM_2[0][:size]
+
+
+def _ideal_dcg(ctx):
+    """The ideal ranking's DCG after each rank, all queries of the batch at once:
+    (sums (n, M + 1) with sums[q, i] the DCG of the first i ideal documents, lengths (n,)
+    the number of positive-grade documents); None when the matrix would be large (the
+    loop of ``m_ndcg_cut`` decides). Each row is summed left to right, as the loop's
+    1-D cumsum is."""
+    counts_list = ctx.level_counts
+    levels = max((len(c) for c in counts_list), default=0)
+    n = ctx.n
+    if levels <= 1:
+        return np.zeros((n, 1)), np.zeros(n, np.int64)
+    table = np.zeros((n, levels), np.int64)
+    for q, counts in enumerate(counts_list):
+        table[q, : len(counts)] = counts
+    per_level = table[:, :0:-1]  # levels L - 1 down to 1
+    lengths = per_level.sum(axis=1)
+    size = int(lengths.max())
+    if n * (size + 1) > IDEAL_CELLS:
+        return None
+    grades = np.repeat(np.tile(np.arange(levels - 1, 0, -1), n), per_level.ravel())
+    at = np.arange(len(grades)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ideal = np.zeros((n, size))
+    ideal[np.repeat(np.arange(n), lengths), at] = grades
+    sums = np.zeros((n, size + 1))
+    np.cumsum(ideal / _log2_from_2(size)[None, :], axis=1, out=sums[:, 1:])
+    return sums, lengths
 
 
 def m_ndcg_cut(ctx, params):
@@ -708,6 +756,11 @@ def m_ndcg_cut(ctx, params):
     partial = np.zeros((ctx.n, ctx.width + 1))
     np.cumsum(terms, axis=1, out=partial[:, 1:])
     dcg = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    ideal = _ideal_dcg(ctx)
+    if ideal is not None:
+        sums, lengths = ideal
+        at = sums[ctx.rows[:, None], np.minimum(k[None, :], lengths[:, None])]
+        return np.where(at > 0.0, _div(dcg, at), dcg)
     out = np.zeros_like(dcg)
     for q in range(ctx.n):
         counts = ctx.level_counts[q]
