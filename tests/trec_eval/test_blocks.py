@@ -114,15 +114,35 @@ def test_nan_scores_and_long_lines_go_to_the_whole_file_readers(
 ):
     monkeypatch.setattr(inputs, "STREAM_BLOCK", 64)
     qrels = tmp_path / "qrels"
-    qrels.write_text("q1 0 A 1\nq1 0 B 0\nq2 0 C 2\n")
+    qrels.write_text("q1 0 A 1\nq1 0 B 0\nq1 0 E 2\nq1 0 H 1\nq2 0 C 2\n")
     for name, body in {
         "nan": "q1 Q0 A 1 nan r\nq1 Q0 B 2 1 r\nq2 Q0 C 1 2 r\n",
         "long line": f"q1 Q0 A 1 1 {'r' * 200}\nq2 Q0 C 1 2 {'r' * 200}\n",
         "inf": "q1 Q0 A 1 inf r\nq1 Q0 B 2 -inf r\nq2 Q0 C 1 2 r\n",
+        # Scores alike in their upper 32 bits, told apart by the lower ones; and ties.
+        "near ties": "".join(
+            f"q1 Q0 {doc} {i} {score} r\n"
+            for i, (doc, score) in enumerate(
+                zip(
+                    "ABDEFGH",
+                    [
+                        "1",
+                        "1.0000000000002",
+                        "0.9999999999998",
+                        "1",
+                        "1.0000000000002",
+                        "1e-300",
+                        "1.0000000000000002",
+                    ],
+                    strict=True,
+                )
+            )
+        )
+        + "q2 Q0 C 1 2 r\n",
     }.items():
         run = tmp_path / f"run.{name.replace(' ', '_')}"
         run.write_text(body)
-        for flags in (["-q"], ["-q", "-c", "-m", "all_trec"]):
+        for flags in (["-q"], ["-q", "-c", "-m", "all_trec"], ["-q", "-m", "relstring.7"]):
             args = [*flags, str(qrels), str(run)]
             expected = run_oracle(trec_eval_binary, args, tmp_path)
             got = run_verity(args)

@@ -428,9 +428,12 @@ def _doc_keys(docs: pa.Array, out: list[np.ndarray]) -> None:
     words_at = np.ndarray((last + 1,), dtype="<u8", buffer=data, strides=(1,))
     tail = bytes(data[last:]) + bytes(8 * len(out))
     keep = np.empty_like(lengths)
+    shortest = int(lengths.min())
     for w, word in enumerate(out):
         at = starts + 8 * w if w else starts
-        past = np.flatnonzero(at > last)  # the last ids' words run past the data's end
+        # The last ids' words may run past the data's end (starts ascend: a suffix).
+        first_past = int(np.searchsorted(starts, last - 8 * w, side="right"))
+        past = np.arange(first_past, len(starts))
         if len(past):
             at = at.copy()
             at[past] = last
@@ -439,6 +442,8 @@ def _doc_keys(docs: pa.Array, out: list[np.ndarray]) -> None:
         for i in past.tolist():
             start = int(starts[i]) + 8 * w - last
             word[i] = int.from_bytes(tail[start : start + 8], "big")
+        if shortest >= 8 * (w + 1):
+            continue  # every id fills this word: nothing to mask
         np.subtract(lengths, 8 * w, out=keep)
         np.clip(keep, 0, 8, out=keep)
         word &= _MASKS[keep]
@@ -578,24 +583,29 @@ def _rank_hashed(rows, run_keys, sims, q_rows, q_keys, q_grades, n):
     desc = (~key).view(np.uint64) ^ np.uint64(1 << 63)
     del bits, key
     row_bits = max(int(n - 1).bit_length(), 1)
-    order = _radix_order(_digits(rows.astype(np.uint64), row_bits) + _digits(desc, 64))
+    # Radix passes on the query and the upper 32 bits of the score key; lines alike in
+    # both (ties, and scores within a few millionths of each other) are then ordered by
+    # the lower 32 bits, and the ties by id descending.
+    upper = desc >> np.uint64(32)
+    order = _radix_order(_digits(rows.astype(np.uint64), row_bits) + _digits(upper, 32))
     if order is None:
         order = np.arange(n_run)
-    s_rows, s_desc = rows[order], desc[order]
-    del desc
-    # Runs of equal (query, score): ordered by id descending.
-    ties = (s_rows[1:] == s_rows[:-1]) & (s_desc[1:] == s_desc[:-1])  # line i ties i + 1
-    del s_desc
-    if ties.any():
-        in_tie = np.zeros(n_run, dtype=bool)
-        in_tie[:-1] = ties
-        in_tie[1:] |= ties
-        at = np.flatnonzero(in_tie)
-        # A group starts at a line that does not tie the line before it.
-        group = np.cumsum(~ties[np.maximum(at - 1, 0)] | (at == 0))
+    s_rows, s_upper = rows[order], upper[order]
+    del upper
+    alike = (s_rows[1:] == s_rows[:-1]) & (s_upper[1:] == s_upper[:-1])  # i alike i + 1
+    del s_upper
+    if alike.any():
+        in_group = np.zeros(n_run, dtype=bool)
+        in_group[:-1] = alike
+        in_group[1:] |= alike
+        at = np.flatnonzero(in_group)
+        # A group starts at a line not alike the line before it.
+        group = np.cumsum(~alike[np.maximum(at - 1, 0)] | (at == 0))
         lines = order[at]
-        by_id = np.lexsort([~k[lines] for k in reversed(run_keys)] + [group])
+        lower = desc[lines] & np.uint64(0xFFFFFFFF)
+        by_id = np.lexsort([~k[lines] for k in reversed(run_keys)] + [lower, group])
         order[at] = lines[by_id]
+    del desc
     return s_rows, None, grade[order]  # positions: ``_positions`` when needed
 
 
