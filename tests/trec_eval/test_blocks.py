@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.trec_eval.conftest import run_oracle, run_verity
+from tests.trec_eval.test_generated import make_case
 from verity_eval.trec_eval import inputs, rankings
 
 FLAGS = [
@@ -26,8 +27,9 @@ FLAGS = [
 SEEDS = range(24)
 
 
-def make_grouped(seed: int, directory: Path) -> tuple[Path, Path, bool]:
-    """qrels and a run written query by query; whether the block path should take it."""
+def make_grouped(seed: int, directory: Path) -> tuple[Path, Path, bool | None]:
+    """qrels and a run written query by query; whether the block path should take it
+    (None: only once the run is read whole and put query by query)."""
     rnd = random.Random(1000 + seed)
     queries = [f"q{i}" for i in range(rnd.randint(2, 9))]
     docs = [f"D{j:03d}" for j in range(60)] + ["x", "yz", "clueweb09-en0000-00-00000"]
@@ -48,10 +50,10 @@ def make_grouped(seed: int, directory: Path) -> tuple[Path, Path, bool]:
     target = next(q for q in reversed(run_queries) if q is not zz)
     streamable = True
     kind = seed % 6
-    if kind == 1:  # a query's lines apart: the whole file at once
+    if kind == 1:  # a query's lines apart: read whole, then put query by query
         run_queries[0].append(run_queries[0][0].replace("Q0 ", "Q0 extra", 1))
         run_queries.append([run_queries[0].pop()])
-        streamable = False
+        streamable = None
     elif kind == 2:  # a document twice in a query's ranking (trec_eval stops there)
         target.append(target[0].replace(" Q0 ", " Q0 ", 1).rsplit(" ", 3)[0] + " 99 0.5 r")
         streamable = False
@@ -73,7 +75,7 @@ def make_grouped(seed: int, directory: Path) -> tuple[Path, Path, bool]:
 
 
 @pytest.fixture(scope="module")
-def grouped(tmp_path_factory) -> list[tuple[Path, Path, bool]]:
+def grouped(tmp_path_factory) -> list[tuple[Path, Path, bool | None]]:
     directory = tmp_path_factory.mktemp("grouped")
     return [make_grouped(seed, directory) for seed in SEEDS]
 
@@ -85,6 +87,7 @@ def test_runs_read_block_by_block_match_trec_eval(
 ):
     if block is not None:
         monkeypatch.setattr(inputs, "STREAM_BLOCK", block)
+        monkeypatch.setattr(rankings, "STREAM_LINES", block // 20)
     taken = []
     original = rankings.rank_blocks
 
@@ -105,8 +108,10 @@ def test_runs_read_block_by_block_match_trec_eval(
             continue  # one query: another query's defect does not count
         if streamable:
             assert taken == [True], args  # the block path took it
+        elif streamable is None:
+            assert taken == [False, True], args  # read whole, then ranked by blocks
         else:
-            assert True not in taken, args
+            assert True not in taken, args  # the whole-file path
 
 
 def test_nan_scores_and_long_lines_go_to_the_whole_file_readers(
@@ -151,3 +156,24 @@ def test_nan_scores_and_long_lines_go_to_the_whole_file_readers(
                 expected.stdout,
                 expected.stderr,
             ), name
+
+
+@pytest.mark.parametrize(
+    "flags", [["-q", "-c"], ["-q", "-c", "-m", "all_trec", "-M5"], ["-q", "-J", "-l2"]]
+)
+def test_shuffled_runs_read_whole_then_by_blocks_match_trec_eval(
+    flags, tmp_path, trec_eval_binary, monkeypatch
+):
+    """test_generated's runs (lines shuffled, a comment line) are read whole, put query by
+    query and ranked in blocks of a few lines."""
+    monkeypatch.setattr(rankings, "STREAM_LINES", 7)
+    for seed in range(16):
+        qrels, run = make_case(seed, tmp_path)
+        args = [*flags, str(qrels), str(run)]
+        expected = run_oracle(trec_eval_binary, args, tmp_path)
+        got = run_verity(args)
+        assert (got.status, got.stdout, got.stderr) == (
+            expected.status,
+            expected.stdout,
+            expected.stderr,
+        ), args

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .inputs import InputError, read_qrels, read_run
 from .measures import NICKNAMES, REFUSED_NAMES, TABLE, Context, MeasureError, level_tables
-from .rankings import rank, read_ranked
+from .rankings import rank, rank_read, read_ranked
 
 VERSION = "10.0-rc3"
 USAGE = """Usage: trec_eval [-h] [-q] {-m measure}* trec_rel_file trec_top_file
@@ -258,10 +258,13 @@ def run(argv: list[str], out) -> int:
     if opts.results_format != "trec_results":
         raise Exit(2, f"trec_eval: Illegal retrieval results format '{opts.results_format}'\n")
     # Ranked block by block as it is read when it can be; else read whole.
-    run_file = read_ranked(
-        run_path, qrels,
-        debug_qid=opts.debug_qid, max_docs=opts.max_docs, judged_only=opts.judged_only,
-    ) or read_run(run_path)  # fmt: skip
+    where = {"debug_qid": opts.debug_qid, "max_docs": opts.max_docs}
+    where["judged_only"] = opts.judged_only
+    run_file = read_ranked(run_path, qrels, **where)
+    if run_file is None:
+        run_file = read_run(run_path)
+        # Put query by query and ranked a block at a time, as a file read in blocks is.
+        run_file = rank_read(run_file, qrels, **where) or run_file
     zscores = read_zscores(opts.zscore_file) if opts.zscore else None
     if opts.debug_level > 0:
         raise Exit(2, "verity-trec-eval: debug output (-D above 0) is not supported\n")

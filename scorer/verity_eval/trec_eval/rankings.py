@@ -146,7 +146,8 @@ def rank(
         done = _rank_ranked(qrels, qrels_qids, run, qids, bogus, stop, needs_rankings)
         if done is not None:
             return done
-        run = read_run(run.path)  # the whole file at once (the string path decides)
+        # The whole file at once (the string path decides).
+        run = read_run(run.source) if isinstance(run.source, str) else run.source
     run_qids = set(pc.unique(run.qid).to_pylist()) if len(run.qid) else set()
     qids, bogus, stop = _evaluated(candidates, run_qids, complete)
     n = len(qids)
@@ -699,7 +700,7 @@ class RankedRun:
     seg_rows: np.ndarray  # the queries (candidate indexes) in that order
     seg_counts: np.ndarray  # and their number of lines
     runid: str
-    path: str
+    source: str | RunFile  # the run file's path, or the run read whole
 
 
 def _segments(qrels: QrelsFile):
@@ -774,7 +775,7 @@ def rank_blocks(
     qrels: QrelsFile,
     blocks,
     runid: str,
-    path: str,
+    source: str | RunFile,
     *,
     debug_qid: str | None,
     max_docs: int,
@@ -843,7 +844,7 @@ def rank_blocks(
         seg_rows=np.concatenate([o[1] for o in out]),
         seg_counts=np.concatenate([o[2] for o in out]),
         runid=runid,
-        path=path,
+        source=source,
     )
 
 
@@ -900,6 +901,10 @@ def _rank_lines(line_rows, docs, sims, by_row: _QrelsByRow, max_docs: int, judge
     return grades.astype(by_row.value_type), present.astype(np.int32), counts
 
 
+#: Lines per block when a run read whole is ranked block by block (``rank_read``).
+STREAM_LINES = 1 << 16
+
+
 def read_ranked(
     path: str, qrels: QrelsFile, *, debug_qid: str | None, max_docs: int, judged_only: bool
 ) -> RankedRun | None:
@@ -918,6 +923,42 @@ def read_ranked(
         runid = fields[5].decode("latin-1")
         return rank_blocks(
             qrels, blocks, runid, path,
+            debug_qid=debug_qid, max_docs=max_docs, judged_only=judged_only,
+        )  # fmt: skip
+    except NotStreamable:
+        return None
+
+
+def rank_read(
+    run: RunFile, qrels: QrelsFile, *, debug_qid: str | None, max_docs: int, judged_only: bool
+) -> RankedRun | None:
+    """A run read whole (standard input, queries interleaved, an irregular file) ranked
+    as ``read_ranked`` ranks a file: its lines put query by query (a stable radix sort
+    on the query), then handed to ``rank_blocks`` a block at a time. None where
+    ``rank_blocks`` is (a duplicate, a long id: the whole-file path decides)."""
+    n = len(run.qid)
+    if n == 0:
+        return None
+    if pa.types.is_dictionary(run.qid.type):
+        names, codes = run.qid.dictionary, run.qid.indices.to_numpy(zero_copy_only=False)
+    else:
+        encoded = pc.dictionary_encode(run.qid)
+        names, codes = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
+    bits = max(int(len(names) - 1).bit_length(), 1)
+    order = _radix_order(_digits(codes.astype(np.uint64), bits))
+    if order is None:
+        order = np.arange(n)
+    size = max(STREAM_LINES, 1)
+
+    def blocks():
+        for start in range(0, n, size):
+            lines = order[start : start + size]
+            taken = pa.array(lines)
+            yield names.take(pa.array(codes[lines])), run.docno.take(taken), run.sim[lines]
+
+    try:
+        return rank_blocks(
+            qrels, blocks(), run.runid, run,
             debug_qid=debug_qid, max_docs=max_docs, judged_only=judged_only,
         )  # fmt: skip
     except NotStreamable:
