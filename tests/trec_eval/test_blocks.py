@@ -177,3 +177,41 @@ def test_shuffled_runs_read_whole_then_by_blocks_match_trec_eval(
             expected.stdout,
             expected.stderr,
         ), args
+
+
+@pytest.mark.parametrize("flags", [["-q", "-c"], ["-q", "-c", "-m", "all_trec", "-M5"]])
+def test_interleaved_runs_split_into_buckets_match_trec_eval(
+    flags, tmp_path, trec_eval_binary, monkeypatch
+):
+    """Regular runs with their lines shuffled: read in blocks again, split into buckets
+    of whole queries, each ranked query by query."""
+    monkeypatch.setattr(inputs, "STREAM_BLOCK", 128)
+    monkeypatch.setattr(rankings, "STREAM_LINES", 5)
+    monkeypatch.setattr(rankings, "PARTS", 3)
+    taken = []
+    original = rankings.rank_blocks
+
+    def spy(*args, **kwargs):
+        result = original(*args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(rankings, "rank_blocks", spy)
+    for seed in range(12):
+        qrels, run = make_case(seed, tmp_path)
+        lines = [
+            " ".join(line.split())
+            for line in run.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
+        run.write_text("\n".join(lines) + "\n")
+        taken.clear()
+        args = [*flags, str(qrels), str(run)]
+        expected = run_oracle(trec_eval_binary, args, tmp_path)
+        got = run_verity(args)
+        assert (got.status, got.stdout, got.stderr) == (
+            expected.status,
+            expected.stdout,
+            expected.stderr,
+        ), args
+        assert taken == [False, True], args

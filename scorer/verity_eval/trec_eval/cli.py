@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .inputs import InputError, read_qrels, read_run
 from .measures import NICKNAMES, REFUSED_NAMES, TABLE, Context, MeasureError, level_tables
-from .rankings import rank, rank_read, read_ranked
+from .rankings import rank, rank_read, read_partitioned, read_ranked
 
 VERSION = "10.0-rc3"
 USAGE = """Usage: trec_eval [-h] [-q] {-m measure}* trec_rel_file trec_top_file
@@ -261,6 +261,8 @@ def run(argv: list[str], out) -> int:
     where = {"debug_qid": opts.debug_qid, "max_docs": opts.max_docs}
     where["judged_only"] = opts.judged_only
     run_file = read_ranked(run_path, qrels, **where)
+    if run_file is None:  # queries interleaved: split into buckets of whole queries
+        run_file = read_partitioned(run_path, qrels, **where)
     if run_file is None:
         run_file = read_run(run_path)
         # Put query by query and ranked a block at a time, as a file read in blocks is.

@@ -901,6 +901,76 @@ def _rank_lines(line_rows, docs, sims, by_row: _QrelsByRow, max_docs: int, judge
     return grades.astype(by_row.value_type), present.astype(np.int32), counts
 
 
+#: Buckets of queries a run whose queries interleave is split into (``read_partitioned``).
+PARTS = 16
+
+
+def read_partitioned(
+    path: str, qrels: QrelsFile, *, debug_qid: str | None, max_docs: int, judged_only: bool
+) -> RankedRun | None:
+    """A run file whose queries interleave, read in blocks again and split as it is read
+    into PARTS buckets of whole queries (a query's number modulo PARTS); each bucket is
+    then put query by query and ranked as ``read_ranked`` ranks a file. Memory holds the
+    lines once (not the whole-file reader's chunks and their combined copy). None where
+    ``read_ranked`` returns None for another reason than interleaving."""
+    if path.startswith("-"):
+        return None
+    data = _mapped(path)
+    if not data:
+        return None
+    fields = _last_line(data).split()
+    if len(fields) < 6:
+        return None
+    numbers: dict[bytes, int] = {}
+    buckets: list[list[tuple]] = [[] for _ in range(PARTS)]
+    try:
+        for qid, docno, sim in run_blocks(path, data[:4096]):
+            if len(qid) == 0:
+                continue
+            encoded = pc.dictionary_encode(qid)
+            names = encoded.dictionary.to_pylist()
+            if any(is_not_data(q) for q in names):
+                return None
+            lut = np.array([numbers.setdefault(q, len(numbers)) for q in names], np.int64)
+            codes = lut[encoded.indices.to_numpy(zero_copy_only=False)]
+            part = (codes % PARTS).astype(np.uint8)
+            order = np.argsort(part, kind="stable")
+            bounds = np.searchsorted(part[order], np.arange(PARTS + 1))
+            for p in range(PARTS):
+                lines = order[bounds[p] : bounds[p + 1]]
+                if len(lines):
+                    taken = pa.array(lines)
+                    buckets[p].append((codes[lines], docno.take(taken), sim[lines]))
+    except NotStreamable:
+        return None
+    if not numbers:
+        return None
+    ids = pa.array(list(numbers), pa.binary())
+
+    def blocks():
+        for p in range(PARTS):
+            pieces, buckets[p] = buckets[p], []
+            if not pieces:
+                continue
+            codes = np.concatenate([piece[0] for piece in pieces])
+            docs = pa.concat_arrays([piece[1] for piece in pieces])
+            sims = np.concatenate([piece[2] for piece in pieces])
+            del pieces
+            bits = max(int(codes.max()).bit_length(), 1)
+            order = _radix_order(_digits(codes.astype(np.uint64), bits))
+            if order is None:
+                order = np.arange(len(codes))
+            for start in range(0, len(order), STREAM_LINES):
+                lines = order[start : start + STREAM_LINES]
+                taken = pa.array(lines)
+                yield ids.take(pa.array(codes[lines])), docs.take(taken), sims[lines]
+
+    return rank_blocks(
+        qrels, blocks(), fields[5].decode("latin-1"), path,
+        debug_qid=debug_qid, max_docs=max_docs, judged_only=judged_only,
+    )  # fmt: skip
+
+
 #: Lines per block when a run read whole is ranked block by block (``rank_read``).
 STREAM_LINES = 1 << 16
 
