@@ -1,5 +1,8 @@
-"""The evaluated queries and their rankings, all at once (trec_eval's form_res_rels.c, for
-every query in one pass of numpy instead of once per query).
+"""The evaluated queries and their rankings (trec_eval's form_res_rels.c, with numpy over
+many queries at once instead of once per query): a run is ranked a block of lines at a
+time as it is read (``read_ranked``, ``read_partitioned``, ``rank_read``: a block's
+queries with their qrels, joined by a hash of (query, id) and ordered by radix sorts),
+else the whole file at once (``rank``'s numeric and string paths).
 
 Which queries: the qrels' queries, in ``strcmp`` order of their ids; a run-only query is
 ignored; a qrels query missing from the run stops trec_eval (exit 4, after the lines of the
