@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.trec_eval.conftest import run_oracle, run_verity
-from verity_eval.trec_eval import cli
+from verity_eval.trec_eval import cli, measures
 
 FLAGS = [
     [],
@@ -110,6 +110,17 @@ def test_queries_scored_in_small_batches_give_the_same_bytes(
     monkeypatch.setattr(cli, "BATCH_CELLS", 40)
     for qrels, run in cases[:12]:
         args = [*flags, str(qrels), str(run)]
+        expected = run_oracle(trec_eval_binary, args, qrels.parent)
+        got = run_verity(args)
+        assert (got.status, got.stdout) == (expected.status, expected.stdout), args
+
+
+def test_ideal_dcg_by_the_loop_gives_the_same_bytes(cases, trec_eval_binary, monkeypatch):
+    """ndcg_cut's ideal DCG is computed for a batch at once; the per-query loop it falls
+    back to (a very large batch) gives the same bytes."""
+    monkeypatch.setattr(measures, "IDEAL_CELLS", 0)
+    for qrels, run in cases[:12]:
+        args = ["-q", "-c", "-m", "ndcg_cut.1,3,10,1000", str(qrels), str(run)]
         expected = run_oracle(trec_eval_binary, args, qrels.parent)
         got = run_verity(args)
         assert (got.status, got.stdout) == (expected.status, expected.stdout), args

@@ -19,10 +19,11 @@ from __future__ import annotations
 import mmap
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 __all__ = ["InputError", "QrelsFile", "RunFile", "read_qrels", "read_run"]
@@ -60,6 +61,8 @@ class QrelsFile:
     qid: pa.Array  # binary
     docno: pa.Array  # binary
     rel: np.ndarray  # int64
+    # What the rankings derive from the query ids once (rankings._segments).
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,9 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
     return _parse(pa.BufferReader(pa.py_buffer(data)), data[:4096], names, types, empty_lines_ok)
 
 
-def _parse(source, head: bytes, names: list[str], types: dict, empty_lines_ok: bool):
+def _parse(
+    source, head: bytes, names: list[str], types: dict, empty_lines_ok: bool, block_size=1 << 24
+):
     """pyarrow's CSV reader on ``source`` (``head``: the file's first bytes)."""
     if head[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
         return None
@@ -95,7 +100,7 @@ def _parse(source, head: bytes, names: list[str], types: dict, empty_lines_ok: b
         table = pa_csv.read_csv(
             source,
             read_options=pa_csv.ReadOptions(
-                column_names=names, block_size=1 << 24, use_threads=False
+                column_names=names, block_size=block_size, use_threads=False
             ),
             parse_options=pa_csv.ParseOptions(
                 delimiter=delimiter,
@@ -130,14 +135,31 @@ def read_qrels(path: str) -> QrelsFile:
                 f"trec_eval: Quit in file '{path}'",
             ]
         )
-    if data[-1:] != b"\n":
-        data = bytes(data) + b"\n"
-    table = _fast_columns(
-        data,
-        ["qid", "iter", "docno", "rel"],
-        {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()},
-        empty_lines_ok=False,
-    )
+    names = ["qid", "iter", "docno", "rel"]
+    types = {"qid": pa.binary(), "docno": pa.binary(), "rel": pa.binary()}
+    if data[-1:] == b"\n" and isinstance(data, mmap.mmap):
+        # From the path (the mapped pages would count in memory), in one block (its
+        # columns need no copy to be contiguous), grades read as integers (else as
+        # text, below); a comment line, a blank one or one starting with a blank shows
+        # in a query id.
+        block = min(len(data) + 1, 1 << 30)
+        whole = {**types, "rel": pa.int64()}
+        table = _parse(path, data[:4096], names, whole, empty_lines_ok=False, block_size=block)
+        if table is None:
+            table = _parse(path, data[:4096], names, types, empty_lines_ok=False)
+        if table is not None:
+            first = pc.unique(table.column("qid")).to_pylist()
+            if any(is_not_data(q) for q in first):
+                table = None
+    else:
+        if data[-1:] != b"\n":
+            data = bytes(data) + b"\n"
+        table = _fast_columns(data, names, types, empty_lines_ok=False)
+    if table is not None and table.column("rel").type == pa.int64():
+        rel = table.column("rel").to_numpy()
+        return QrelsFile(
+            table.column("qid").combine_chunks(), table.column("docno").combine_chunks(), rel
+        )
     if table is not None:
         rel_text = table.column("rel").combine_chunks()
         try:
@@ -275,8 +297,70 @@ def _fast_run(path: str, data) -> RunFile | None:
     )
 
 
+def is_not_data(qid: bytes) -> bool:
+    """A query id the fast readers cannot take: empty (a blank line), or starting with
+    '#' (a comment line) or a blank."""
+    return not qid or qid[:1] == b"#" or qid[:1] in _SPACE
+
+
 def _sims(fields: list[bytes]) -> np.ndarray:
     try:
         return np.array(fields, dtype=np.float64)
     except ValueError:
         return np.fromiter((atof(f) for f in fields), dtype=np.float64, count=len(fields))
+
+
+# Query ids as binary: a block's queries are found by comparing neighbours (cheaper than
+# pyarrow's dictionary encoding, which hashes every line's id).
+_BLOCK_TYPES = {"qid": pa.binary(), "docno": pa.binary(), "sim": pa.float64()}
+
+#: Bytes per block when a run is read block by block (``run_blocks``).
+STREAM_BLOCK = 1 << 21
+
+
+class NotStreamable(Exception):
+    """The run cannot be read block by block; the whole-file readers decide."""
+
+
+def run_blocks(path: str, head: bytes, block_size: int | None = None):
+    """The run file's blocks as (query ids, document ids, scores), from pyarrow's
+    streaming CSV reader: ids binary, scores float64. Raises ``NotStreamable`` where
+    ``_fast_run`` would return None for a line pyarrow cannot split as trec_eval does, at
+    whatever block that shows (a comment line, or one starting with a blank, shows in a
+    query id: the caller checks them)."""
+    if head[:3] == b"\xef\xbb\xbf":
+        raise NotStreamable
+    end = head.find(b"\n")
+    if end == -1:
+        raise NotStreamable
+    first = head[:end]
+    delimiter = "\t" if b"\t" in first and b" " not in first else " "
+    try:
+        reader = pa_csv.open_csv(
+            path,
+            read_options=pa_csv.ReadOptions(
+                column_names=_RUN_COLUMNS,
+                block_size=block_size or STREAM_BLOCK,
+                use_threads=False,
+            ),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=_BLOCK_TYPES,
+                include_columns=list(_BLOCK_TYPES),
+                strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+        for batch in reader:
+            qid, docno, sim = batch.column(0), batch.column(1), batch.column(2)
+            if qid.null_count or docno.null_count or sim.null_count:
+                raise NotStreamable
+            yield qid, docno, sim.to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as error:
+        raise NotStreamable from error

@@ -28,20 +28,96 @@ class MeasureError(Exception):
     """A measure trec_eval cannot compute (its message, then "Can't calculate")."""
 
 
+#: At most this many cells (queries x buffer length) for ``level_tables``'s matrices.
+LEVEL_CELLS = 1 << 24
+
+
 def level_tables(r: Rankings, level: int):
     """form_res_rels' rel_levels per query, with its reuse of one buffer: the buffer is
     cleared only up to the query's highest grade, and num_rel_levels keeps the previous
     query's value when the query has no judged (non-negative) grade. Sequential over the
     queries in order, so computed once for all of them: (tables, num_rel_levels, num_rel,
-    num_nonrel), one entry per query."""
+    num_nonrel), one entry per query.
+
+    The buffer's history is computed with arrays (``_level_arrays``); a grade so high
+    that the (queries x length) matrices would be large takes the loop over the queries
+    (``_level_loop``), which follows form_res_rels step by step."""
+    done = _level_arrays(r.n, r.qrel_row, r.qrel_grade, level)
+    if done is not None:
+        return done
     order = np.argsort(r.qrel_row, kind="stable")
     rows, g = r.qrel_row[order], r.qrel_grade[order]
     bounds = np.searchsorted(rows, np.arange(r.n + 1))
+    return _level_loop(r.n, g, bounds, level)
+
+
+def _level_arrays(n, rows, g, level):
+    """``level_tables`` from each query's count of each judged grade (the qrels lines in
+    any order): None when the counts would not fit in LEVEL_CELLS."""
+    if n == 0:
+        return None
+    top_grade = int(g.max(initial=-1))
+    if n * (top_grade + 2) > LEVEL_CELLS:
+        return None
+    grades = max(top_grade + 1, 0)
+    if grades and g.min() < 0:  # the judged lines only
+        judged = np.flatnonzero(g >= 0)
+        rows, g = rows[judged], g[judged]
+    counts = np.zeros((n, 0), np.int64)
+    if grades:
+        key = rows.astype(np.int64) * grades
+        key += g
+        counts = np.bincount(key, minlength=n * grades).reshape(n, grades)
+        del key
+    # needed: the query's highest grade + 1, as form_res_rels sizes its buffer (a query
+    # without a judged grade clears nothing, as if it needed 0).
+    nonzero = counts > 0
+    any_judged = nonzero.any(axis=1)
+    needed = np.zeros(n, np.int64)
+    if grades:
+        needed[any_judged] = grades - np.argmax(nonzero[any_judged, ::-1], axis=1)
+    # The buffer's length after each query: it grows (to its length + needed, zeroed)
+    # when a query needs more than it has.
+    lengths = np.empty(n, np.int64)
+    grown = np.zeros(n, bool)
+    length = 0
+    for q, need in enumerate(needed.tolist()):
+        if need > length:
+            length += need
+            grown[q] = True
+        lengths[q] = length
+    width = max(length, max(level, 0), 1)
+    if n * width > LEVEL_CELLS:
+        return None
+    if width > grades:
+        counts = np.pad(counts, ((0, 0), (0, width - grades)))
+    # Position j after query q holds the counts of the last query p <= q that cleared
+    # it (j < needed[p]) or grew the buffer (then j >= needed[p] is 0).
+    cols = np.arange(width)
+    cleared = (cols[None, :] < needed[:, None]) | grown[:, None]
+    writer = np.where(cleared, np.arange(n)[:, None], -1)
+    np.maximum.accumulate(writer, axis=0, out=writer)
+    last = np.maximum(writer, 0)
+    value = np.where((writer >= 0) & (cols[None, :] < needed[last]), counts[last, cols[None, :]], 0)
+    tables = [value[q, :length] for q, length in enumerate(lengths.tolist())]
+    # num_rel_levels: the highest judged grade + 1, else the previous query's.
+    carry = np.maximum.accumulate(np.where(any_judged, np.arange(n), -1))
+    levels = np.where(carry >= 0, needed[np.maximum(carry, 0)], 0)
+    low = max(level, 0)
+    own = np.where((cols[None, :] >= low) & (cols[None, :] < needed[:, None]), counts, 0)
+    num_rel = own.sum(axis=1)
+    upto = max(level, 0)
+    in_buffer = cols[None, :] < np.minimum(lengths, upto)[:, None]
+    num_nonrel = np.where(in_buffer, value, 0).sum(axis=1)
+    return tables, levels.tolist(), num_rel.astype(np.int64), num_nonrel.astype(np.int64)
+
+
+def _level_loop(n, g, bounds, level):
     buffer = np.zeros(0, dtype=np.int64)
     num_levels = 0
     tables, levels, num_rel, num_nonrel = [], [], [], []
     low = max(level, 0)
-    for q in range(r.n):
+    for q in range(n):
         own = g[bounds[q] : bounds[q + 1]]
         needed = int(own.max()) + 1 if len(own) else 0
         if needed > len(buffer):
@@ -610,7 +686,7 @@ def m_G(ctx, params):
     terms = np.zeros_like(g)
     if len(where[0]):
         bases = (2 + sum_cost[where]) - sum_results[where]
-        terms[where] = g[where] / np.array([math.log2(b) if b > 0 else _c_log2(b) for b in bases])
+        terms[where] = g[where] / _c_log2_all(bases)
     results_g = seq_rowsum(terms)
     with np.errstate(divide="ignore", invalid="ignore"):
         ideal_terms = np.where(
@@ -620,9 +696,57 @@ def m_G(ctx, params):
     return np.where(sum_ideal > 0.0, _div(results_g, sum_ideal), 0.0)
 
 
+def _c_log2_all(values: np.ndarray) -> np.ndarray:
+    """math.log2 of each value (the C library's), ``_c_log2`` where it raises."""
+    listed = values.tolist()
+    if listed and min(listed) > 0:
+        return np.array(list(map(math.log2, listed)))
+    return np.array([math.log2(b) if b > 0 else _c_log2(b) for b in listed])
+
+
 def _c_log2(x: float) -> float:
     """C's log2 where math.log2 raises: -inf at 0, NaN below."""
     return -math.inf if x == 0 else math.nan
+
+
+#: At most this many cells in ``_ideal_dcg``'s matrices (else the loop over the queries).
+IDEAL_CELLS = 1 << 24
+_LOG2_FROM_2: list[np.ndarray] = [np.zeros(0)]
+
+
+def _log2_from_2(size: int) -> np.ndarray:
+    """math.log2(i + 2) for i < size (the C library's values, as the loop computes)."""
+    if len(_LOG2_FROM_2[0]) < size:
+        _LOG2_FROM_2[0] = np.array([math.log2(i + 2) for i in range(max(size, 1024))])
+    return _LOG2_FROM_2[0][:size]
+
+
+def _ideal_dcg(ctx):
+    """The ideal ranking's DCG after each rank, all queries of the batch at once:
+    (sums (n, M + 1) with sums[q, i] the DCG of the first i ideal documents, lengths (n,)
+    the number of positive-grade documents); None when the matrix would be large (the
+    loop of ``m_ndcg_cut`` decides). Each row is summed left to right, as the loop's
+    1-D cumsum is."""
+    counts_list = ctx.level_counts
+    levels = max((len(c) for c in counts_list), default=0)
+    n = ctx.n
+    if levels <= 1:
+        return np.zeros((n, 1)), np.zeros(n, np.int64)
+    table = np.zeros((n, levels), np.int64)
+    for q, counts in enumerate(counts_list):
+        table[q, : len(counts)] = counts
+    per_level = table[:, :0:-1]  # levels L - 1 down to 1
+    lengths = per_level.sum(axis=1)
+    size = int(lengths.max())
+    if n * (size + 1) > IDEAL_CELLS:
+        return None
+    grades = np.repeat(np.tile(np.arange(levels - 1, 0, -1), n), per_level.ravel())
+    at = np.arange(len(grades)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ideal = np.zeros((n, size))
+    ideal[np.repeat(np.arange(n), lengths), at] = grades
+    sums = np.zeros((n, size + 1))
+    np.cumsum(ideal / _log2_from_2(size)[None, :], axis=1, out=sums[:, 1:])
+    return sums, lengths
 
 
 def m_ndcg_cut(ctx, params):
@@ -632,6 +756,11 @@ def m_ndcg_cut(ctx, params):
     partial = np.zeros((ctx.n, ctx.width + 1))
     np.cumsum(terms, axis=1, out=partial[:, 1:])
     dcg = partial[ctx.rows[:, None], np.minimum(k[None, :], ctx.num_ret[:, None])]
+    ideal = _ideal_dcg(ctx)
+    if ideal is not None:
+        sums, lengths = ideal
+        at = sums[ctx.rows[:, None], np.minimum(k[None, :], lengths[:, None])]
+        return np.where(at > 0.0, _div(dcg, at), dcg)
     out = np.zeros_like(dcg)
     for q in range(ctx.n):
         counts = ctx.level_counts[q]
