@@ -1,4 +1,4 @@
-"""A run ranked block by block as it is read (``rankings.read_ranked``) against the built
+"""A run ranked block by block as it is read (``blocks.read_ranked``) against the built
 trec_eval 10.0, byte for byte: runs written query by query (as real runs are), read in
 blocks of a few lines so that queries span blocks, and the files the block path must hand
 to the whole-file readers (queries interleaved, duplicates, long ids, NaN scores)."""
@@ -12,7 +12,7 @@ import pytest
 
 from tests.trec_eval.conftest import run_oracle, run_verity
 from tests.trec_eval.test_generated import make_case
-from verity_eval.trec_eval import inputs, rankings
+from verity_eval.trec_eval import blocks, inputs
 
 FLAGS = [
     ["-q"],
@@ -87,16 +87,16 @@ def test_runs_read_block_by_block_match_trec_eval(
 ):
     if block is not None:
         monkeypatch.setattr(inputs, "STREAM_BLOCK", block)
-        monkeypatch.setattr(rankings, "STREAM_LINES", block // 20)
+        monkeypatch.setattr(blocks, "STREAM_LINES", block // 20)
     taken = []
-    original = rankings.rank_blocks
+    original = blocks.rank_blocks
 
     def spy(*args, **kwargs):
         result = original(*args, **kwargs)
         taken.append(result is not None)
         return result
 
-    monkeypatch.setattr(rankings, "rank_blocks", spy)
+    monkeypatch.setattr(blocks, "rank_blocks", spy)
     for qrels, run, streamable in grouped:
         taken.clear()
         args = [*flags, str(qrels), str(run)]
@@ -166,7 +166,7 @@ def test_shuffled_runs_read_whole_then_by_blocks_match_trec_eval(
 ):
     """test_generated's runs (lines shuffled, a comment line) are read whole, put query by
     query and ranked in blocks of a few lines."""
-    monkeypatch.setattr(rankings, "STREAM_LINES", 7)
+    monkeypatch.setattr(blocks, "STREAM_LINES", 7)
     for seed in range(16):
         qrels, run = make_case(seed, tmp_path)
         args = [*flags, str(qrels), str(run)]
@@ -186,17 +186,17 @@ def test_interleaved_runs_split_into_buckets_match_trec_eval(
     """Regular runs with their lines shuffled: read in blocks again, split into buckets
     of whole queries, each ranked query by query."""
     monkeypatch.setattr(inputs, "STREAM_BLOCK", 128)
-    monkeypatch.setattr(rankings, "STREAM_LINES", 5)
-    monkeypatch.setattr(rankings, "PARTS", 3)
+    monkeypatch.setattr(blocks, "STREAM_LINES", 5)
+    monkeypatch.setattr(blocks, "PARTS", 3)
     taken = []
-    original = rankings.rank_blocks
+    original = blocks.rank_blocks
 
     def spy(*args, **kwargs):
         result = original(*args, **kwargs)
         taken.append(result is not None)
         return result
 
-    monkeypatch.setattr(rankings, "rank_blocks", spy)
+    monkeypatch.setattr(blocks, "rank_blocks", spy)
     for seed in range(12):
         qrels, run = make_case(seed, tmp_path)
         lines = [

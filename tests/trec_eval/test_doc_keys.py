@@ -8,15 +8,15 @@ import random
 import numpy as np
 import pyarrow as pa
 
-from verity_eval.trec_eval import rankings
+from verity_eval.trec_eval import joins
 
 
 def _keys(ids: list[bytes]) -> list[tuple[int, ...]]:
     docs = pa.array(ids, pa.binary())
-    words = rankings._words(docs)
+    words = joins._words(docs)
     assert words is not None
     out = [np.empty(len(ids), np.uint64) for _ in range(max(words, 1))]
-    rankings._doc_keys(docs, out)
+    joins._doc_keys(docs, out)
     return list(zip(*(o.tolist() for o in out), strict=True))
 
 
@@ -40,13 +40,13 @@ def test_words_order_as_strcmp_at_every_length_and_at_the_end_of_the_data():
 
 
 def test_ids_the_numeric_path_refuses():
-    assert rankings._words(pa.array([b"a" * 33, b"b"], pa.binary())) is None  # too long
-    assert rankings._words(pa.array([b"a\x00b", b"abcdefgh"], pa.binary())) is None  # NUL
+    assert joins._words(pa.array([b"a" * 33, b"b"], pa.binary())) is None  # too long
+    assert joins._words(pa.array([b"a\x00b", b"abcdefgh"], pa.binary())) is None  # NUL
     # Under 8 bytes in all (a small block of a run): read from a padded copy.
     assert _keys([b"a", b"bc"]) == [(int.from_bytes(b"a" + bytes(7), "big"),), (0x6263 << 48,)]
     assert _keys([b"", b"abcdefgh"]) == [(0,), (int.from_bytes(b"abcdefgh", "big"),)]
-    assert rankings._words(pa.array([b"abcdefgh"] * 2, pa.binary())) == 1
-    assert rankings._words(pa.array([b"abcdefgh", b"abcdefghi"], pa.binary())) == 2
+    assert joins._words(pa.array([b"abcdefgh"] * 2, pa.binary())) == 1
+    assert joins._words(pa.array([b"abcdefgh", b"abcdefghi"], pa.binary())) == 2
 
 
 def test_equal_pairs_finds_every_pair_of_equal_hashes():
@@ -56,7 +56,7 @@ def test_equal_pairs_finds_every_pair_of_equal_hashes():
         # Few distinct upper halves: groups of two, three and more share them.
         values = [(rnd.randrange(6) << 32) | rnd.randrange(12) for _ in range(size)]
         hashes = np.array(values, np.uint64)
-        got = rankings._equal_pairs(hashes)
+        got = joins._equal_pairs(hashes)
         seen: dict[int, list[int]] = {}
         for i, v in enumerate(values):
             seen.setdefault(v, []).append(i)
