@@ -119,6 +119,17 @@ def writing_output(job: Job, name: str) -> Iterator[Any]:
     job.result = {**job.result, "file": stored}
 
 
+def discard_output(job: Job) -> None:
+    """Delete what the job stored as its output: a job that does not finish (refused,
+    timed out, cancelled, failed) keeps no file on disk, though no door would hand it out.
+    """
+    name = job.result.get("file") if isinstance(job.result, dict) else None
+    if name and _storage().exists(name):
+        _delete(name)
+    if name:
+        job.result = {k: v for k, v in job.result.items() if k != "file"}
+
+
 def open_output(job: Job) -> Any:
     return _storage().open(job.result["file"], "rb")
 

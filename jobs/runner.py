@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
+from .files import discard_output
 from .models import Job, JobState
 from .progress import JobCancelled, JobProgress
 from .selectors import requester_may_run
@@ -135,12 +136,16 @@ def run_job(job_id: int, body: Body) -> dict[str, Any]:
         end_job(job)
     except JobTimedOut:
         # Its transaction was rolled back; the input is kept for Retry.
+        discard_output(job)
         fail_job(job, TIMED_OUT.format(limit=settings.VERITY_JOB_TIMEOUT))
     except JobCancelled as exc:
         # Someone cancelled it: its transaction was rolled back, nothing is stored.
+        discard_output(job)
         record_cancelled(job, exc.request)
     except JobFailed as exc:
-        # The input was refused: the same input would be refused again.
+        # The input was refused (or the requester lost the role while it ran): the same
+        # input would be refused again. An output it wrote is not kept.
+        discard_output(job)
         fail_job(job, str(exc), exc.errors)
         end_job(job)
     except JobStateError as exc:

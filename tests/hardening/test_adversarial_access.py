@@ -1349,6 +1349,42 @@ def test_a_job_whose_requester_loses_the_role_while_it_runs_stores_nothing(
     ), job.error
 
 
+def test_an_export_whose_requester_is_removed_while_it_writes_keeps_no_file(world, monkeypatch):
+    """The evaluator's qrels export writes its file; she is removed before it completes:
+    the job fails saying why, and the file it wrote is deleted, not only unreachable."""
+    from django.core.files.storage import storages
+
+    import judgments.tasks
+
+    alpha = Collection.objects.get(slug="alpha")
+    eve = world.users["eve"]
+    job = Job.objects.create(
+        kind=JobKind.QRELS_EXPORT,
+        state=JobState.QUEUED,
+        collection=alpha,
+        created_by=eve,
+        label="Export",
+        params={"snapshot": 1, "format": "trec"},
+        task_path="judgments.tasks.qrels_export_task",
+    )
+    lines = judgments.tasks.snapshot_trec_lines
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        yield from lines(*args, **kwargs)
+        set_membership(collection=alpha, user=eve, role=None)
+
+    monkeypatch.setattr(judgments.tasks, "snapshot_trec_lines", meanwhile)
+    judgments.tasks.qrels_export_task.call(job.pk)
+
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED
+    assert job.error.startswith("Not completed: eve lost the evaluator role"), job.error
+    assert not job.result.get("file")
+    folder = f"outputs/{job.key}"
+    storage = storages["jobs"]
+    assert not storage.exists(folder) or storage.listdir(folder) == ([], [])
+
+
 def test_a_sign_in_the_provider_cannot_finish_says_so_without_the_client_secret(world):
     """The callback of a sign-in started here, whose code exchange fails (the token
     endpoint does not answer): a refusal page, and no client secret in it or its headers."""
