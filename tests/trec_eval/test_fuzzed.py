@@ -1,7 +1,11 @@
 """Cases a differential fuzzer (random small qrels and runs, against the built trec_eval
 10.0) found, minimised, byte for byte: hexadecimal scores (C's atof reads them), and a
 line starting with a blank after the first in a run read from standard input or in qrels
-without a final newline (trec_eval skips the blank; the query id is the word after)."""
+without a final newline (trec_eval skips the blank; the query id is the word after); and
+lines pyarrow, splitting on one delimiter, reads otherwise than trec_eval, which splits on
+any run of blanks: two delimiters in a row or one ending a line (an empty field, where
+trec_eval sees a field missing and refuses the line), a tab inside a field split on
+spaces, a carriage return inside a line."""
 
 from __future__ import annotations
 
@@ -30,6 +34,23 @@ CASES = {
         b"1 Q0 D01 3 0 run1\n1 Q0 X 3 0 run1\n",
     ),
 }
+for name, line in {
+    "empty docno": b"q Q0  2 1 r",
+    "empty rank": b"q Q0 B  1 r",
+    "empty run id": b"q Q0 B 2 1 ",
+    "empty iter": b"q  B 2 1 r",
+    "tab inside a space-split field": b"q Q0 B\tX 2 1 r",
+    "carriage return inside a line": b"q Q0 B 2 1 r\rq Q0 C 3 5 r",
+}.items():
+    for last in (b"q Q0 C 3 0 r\n", b""):
+        CASES[f"{name}{', last line' if not last else ''}"] = (
+            b"q 0 A 1\nq 0 B 1\n",
+            b"q Q0 A 1 2 r\n" + line + b"\n" + last,
+        )
+CASES["qrels fields apart by a space and a tab"] = (
+    b"q2 \t0  bb\t1\nq2 0 A 1\n",
+    b"q2 Q0 bb 3 1 run0\nq2 Q0 A 4 2 run0\n",
+)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -92,7 +92,9 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
         return None
     if not empty_lines_ok and data.find(b"\n\n") != -1:
         return None
-    table = _parse(pa.BufferReader(pa.py_buffer(data)), data[:4096], names, types, empty_lines_ok)
+    table = _parse(
+        pa.BufferReader(pa.py_buffer(data)), data[:4096], names, types, empty_lines_ok, data=data
+    )
     if table is not None:
         # A later line starting with a blank shows in a query id (the check above sees
         # the first line only): trec_eval skips the blank, the line-by-line reader too.
@@ -103,10 +105,55 @@ def _fast_columns(data: bytes, names: list[str], types: dict, empty_lines_ok: bo
     return table
 
 
+def _irregular(chunk: bytes, delimiter: bytes) -> bool:
+    """Whether ``chunk`` has what pyarrow, splitting on one ``delimiter``, reads otherwise
+    than trec_eval, which splits on any run of blanks: two delimiters in a row or one
+    ending a line (an empty field where trec_eval sees a field missing: a malformed
+    line), another blank (a tab inside a field split on spaces), or a carriage return
+    not ending a line (pyarrow ends the line there). A carriage return ending the chunk
+    is left to the next chunk, which starts with it."""
+    other = b" " if delimiter == b"\t" else b"\t"
+    return (
+        delimiter * 2 in chunk
+        or delimiter + b"\n" in chunk
+        or delimiter + b"\r" in chunk
+        or other in chunk
+        or b"\v" in chunk
+        or b"\f" in chunk
+        or chunk.count(b"\r") - chunk.endswith(b"\r") != chunk.count(b"\r\n")
+    )
+
+
+_SCAN = 1 << 22
+
+
+def _regular(source, delimiter: str) -> bool:
+    """Whether the file at ``source`` (a path) or the bytes ``source`` read by pyarrow
+    split on ``delimiter`` give trec_eval's fields (``_irregular``), read a few MB at a
+    time (no more held in memory)."""
+    sep = delimiter.encode()
+    if not isinstance(source, str):
+        return not _irregular(bytes(source), sep)
+    carry = b""
+    with open(source, "rb") as handle:
+        while chunk := handle.read(_SCAN):
+            if _irregular(carry + chunk, sep):
+                return False
+            carry = chunk[-1:]
+    return True
+
+
 def _parse(
-    source, head: bytes, names: list[str], types: dict, empty_lines_ok: bool, block_size=1 << 24
+    source,
+    head: bytes,
+    names: list[str],
+    types: dict,
+    empty_lines_ok: bool,
+    block_size=1 << 24,
+    data=None,
 ):
-    """pyarrow's CSV reader on ``source`` (``head``: the file's first bytes)."""
+    """pyarrow's CSV reader on ``source`` (``head``: the file's first bytes; ``data``:
+    its bytes when ``source`` is not a path)."""
     if head[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
         return None
     end = head.find(b"\n")
@@ -114,6 +161,8 @@ def _parse(
         return None
     first = head[:end]
     delimiter = "\t" if b"\t" in first and b" " not in first else " "
+    if not _regular(source if isinstance(source, str) else data, delimiter):
+        return None
     try:
         table = pa_csv.read_csv(
             source,
@@ -353,6 +402,8 @@ def run_blocks(path: str, head: bytes, block_size: int | None = None):
         raise NotStreamable
     first = head[:end]
     delimiter = "\t" if b"\t" in first and b" " not in first else " "
+    if not _regular(path, delimiter):
+        raise NotStreamable
     try:
         reader = pa_csv.open_csv(
             path,
