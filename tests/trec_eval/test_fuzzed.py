@@ -5,7 +5,8 @@ without a final newline (trec_eval skips the blank; the query id is the word aft
 lines pyarrow, splitting on one delimiter, reads otherwise than trec_eval, which splits on
 any run of blanks: two delimiters in a row or one ending a line (an empty field, where
 trec_eval sees a field missing and refuses the line), a tab inside a field split on
-spaces, a carriage return inside a line."""
+spaces, a carriage return inside a line; an empty run on standard input (read as no line, where
+an empty file is refused)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ for name, line in {
             b"q 0 A 1\nq 0 B 1\n",
             b"q Q0 A 1 2 r\n" + line + b"\n" + last,
         )
+CASES["empty run"] = (b"10 0 A 0\n2 0 B 1\n", b"")
 CASES["qrels fields apart by a space and a tab"] = (
     b"q2 \t0  bb\t1\nq2 0 A 1\n",
     b"q2 Q0 bb 3 1 run0\nq2 Q0 A 4 2 run0\n",
@@ -55,9 +57,13 @@ CASES["qrels fields apart by a space and a tab"] = (
 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
-@pytest.mark.parametrize("flags", [["-q"], ["-q", "-c", "-m", "all_trec"]], ids=["q", "all"])
+@pytest.mark.parametrize(
+    "flags", [["-q"], ["-q", "-c", "-m", "all_trec"], ["-m", "map"]], ids=["q", "all", "map"]
+)
 def test_fuzzed_cases_match_trec_eval(name, stdin, flags, tmp_path, trec_eval_binary):
     qrels_bytes, run_bytes = CASES[name]
+    if name == "empty run" and "all_trec" in flags:
+        pytest.skip("with no run line trec_eval prints uninitialised memory as the run id")
     qrels = tmp_path / "qrels"
     qrels.write_bytes(qrels_bytes)
     run = tmp_path / "run"

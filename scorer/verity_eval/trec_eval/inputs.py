@@ -289,7 +289,9 @@ def _mapped(path: str):
 
 def read_run(path: str) -> RunFile:
     data = _read_run_bytes(path)
-    if not data:
+    if not data and not path.startswith("-"):
+        # An empty file is refused (trec_eval maps it); empty standard input is read,
+        # as a file of blank lines is: no line.
         raise InputError(
             [
                 f"trec_eval.get_results: Cannot read results file '{path}'",
