@@ -45,3 +45,25 @@ def test_a_huge_grade_takes_the_loop(monkeypatch):
     rows = np.array([0, 1], np.int64)
     g = np.array([50, 1], np.int64)
     assert measures._level_arrays(2, rows, g, 1) is None
+
+
+def test_running_out_of_memory_says_what_to_check_instead_of_a_traceback(
+    tmp_path, monkeypatch, capsys
+):
+    """A grade of 2147483647 makes the level tables ask for 16 GiB (trec_eval 10 prints
+    its measures: its buffer is touched only where used); here the table is an array,
+    so the run ends with a message naming the qrels' grades and status 3."""
+    from verity_eval.trec_eval import cli
+
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 2147483647\nq1 0 d2 0\n")
+    run.write_text("q1 Q0 d1 1 1.0 r\nq1 Q0 d2 2 0.5 r\n")
+
+    def too_big(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "level_tables", too_big)
+    assert cli.main([str(qrels), str(run)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("verity-trec-eval: out of memory.")
+    assert "qrels' fourth column" in err

@@ -522,8 +522,22 @@ def main(argv: list[str] | None = None) -> int:
         return stop.status
     except BrokenPipeError:
         return 1
+    except MemoryError:
+        out.flush()
+        sys.stderr.write(OUT_OF_MEMORY)
+        return 3
     out.flush()
     return status
+
+
+#: What a run out of memory says instead of a traceback. trec_eval 10 sizes each query's
+#: table of relevance levels by its highest grade and touches only what it uses; here the
+#: table is an array, so an absurd grade (2147483647) asks for gigabytes.
+OUT_OF_MEMORY = (
+    "verity-trec-eval: out of memory. The largest input is the usual cause; a relevance "
+    "grade in the qrels in the millions also is (each query's table of levels holds one "
+    "entry per grade up to its highest): check the qrels' fourth column.\n"
+)
 
 
 def _reuse_freed_memory() -> None:
