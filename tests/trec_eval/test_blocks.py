@@ -80,15 +80,9 @@ def grouped(tmp_path_factory) -> list[tuple[Path, Path, bool | None]]:
     return [make_grouped(seed, directory) for seed in SEEDS]
 
 
-@pytest.mark.parametrize("block", [None, 64, 200])
-@pytest.mark.parametrize("flags", FLAGS, ids=[" ".join(f) for f in FLAGS])
-def test_runs_read_block_by_block_match_trec_eval(
-    flags, block, grouped, trec_eval_binary, monkeypatch
-):
-    if block is not None:
-        monkeypatch.setattr(inputs, "STREAM_BLOCK", block)
-        monkeypatch.setattr(blocks, "STREAM_LINES", block // 20)
-    taken = []
+def spy_on_rank_blocks(monkeypatch) -> list[bool]:
+    """Whether each call of ``rank_blocks`` ranked the run (True) or gave up (False)."""
+    taken: list[bool] = []
     original = blocks.rank_blocks
 
     def spy(*args, **kwargs):
@@ -97,6 +91,18 @@ def test_runs_read_block_by_block_match_trec_eval(
         return result
 
     monkeypatch.setattr(blocks, "rank_blocks", spy)
+    return taken
+
+
+@pytest.mark.parametrize("block", [None, 64, 200])
+@pytest.mark.parametrize("flags", FLAGS, ids=[" ".join(f) for f in FLAGS])
+def test_runs_read_block_by_block_match_trec_eval(
+    flags, block, grouped, trec_eval_binary, monkeypatch
+):
+    if block is not None:
+        monkeypatch.setattr(inputs, "STREAM_BLOCK", block)
+        monkeypatch.setattr(blocks, "STREAM_LINES", block // 20)
+    taken = spy_on_rank_blocks(monkeypatch)
     for qrels, run, streamable in grouped:
         taken.clear()
         args = [*flags, str(qrels), str(run)]
@@ -188,15 +194,7 @@ def test_interleaved_runs_split_into_buckets_match_trec_eval(
     monkeypatch.setattr(inputs, "STREAM_BLOCK", 128)
     monkeypatch.setattr(blocks, "STREAM_LINES", 5)
     monkeypatch.setattr(blocks, "PARTS", 3)
-    taken = []
-    original = blocks.rank_blocks
-
-    def spy(*args, **kwargs):
-        result = original(*args, **kwargs)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(blocks, "rank_blocks", spy)
+    taken = spy_on_rank_blocks(monkeypatch)
     for seed in range(12):
         qrels, run = make_case(seed, tmp_path)
         lines = [

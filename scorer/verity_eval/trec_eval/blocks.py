@@ -243,18 +243,14 @@ def read_partitioned(
     then put query by query and ranked as ``read_ranked`` ranks a file. Memory holds the
     lines once (not the whole-file reader's chunks and their combined copy). None where
     ``read_ranked`` returns None for another reason than interleaving."""
-    if path.startswith("-"):
+    opened = _opened(path)
+    if opened is None:
         return None
-    data = _mapped(path)
-    if not data:
-        return None
-    fields = _last_line(data).split()
-    if len(fields) < 6:
-        return None
+    head, runid = opened
     numbers: dict[bytes, int] = {}
     buckets: list[list[tuple]] = [[] for _ in range(PARTS)]
     try:
-        for qid, docno, sim in run_blocks(path, data[:4096]):
+        for qid, docno, sim in run_blocks(path, head):
             if len(qid) == 0:
                 continue
             encoded = pc.dictionary_encode(qid)
@@ -286,17 +282,10 @@ def read_partitioned(
             docs = pa.concat_arrays([piece[1] for piece in pieces])
             sims = np.concatenate([piece[2] for piece in pieces])
             del pieces
-            bits = max(int(codes.max()).bit_length(), 1)
-            order = _radix_order(_digits(codes.astype(np.uint64), bits))
-            if order is None:
-                order = np.arange(len(codes))
-            for start in range(0, len(order), STREAM_LINES):
-                lines = order[start : start + STREAM_LINES]
-                taken = pa.array(lines)
-                yield ids.take(pa.array(codes[lines])), docs.take(taken), sims[lines]
+            yield from _query_by_query(ids, codes, docs, sims)
 
     return rank_blocks(
-        qrels, blocks(), fields[5].decode("latin-1"), path,
+        qrels, blocks(), runid, path,
         debug_qid=debug_qid, max_docs=max_docs, judged_only=judged_only,
     )  # fmt: skip
 
@@ -305,11 +294,9 @@ def read_partitioned(
 STREAM_LINES = 1 << 16
 
 
-def read_ranked(
-    path: str, qrels: QrelsFile, *, debug_qid: str | None, max_docs: int, judged_only: bool
-) -> RankedRun | None:
-    """The run file ranked block by block as it is read (``rank_blocks``), or None when
-    it has to be read whole (standard input, an irregular file, queries interleaved)."""
+def _opened(path: str) -> tuple[bytes, str] | None:
+    """A run file's first bytes and run id (its last line's sixth field), or None when
+    it is not a file read in blocks: standard input, empty, a short last line."""
     if path.startswith("-"):
         return None
     data = _mapped(path)
@@ -318,11 +305,36 @@ def read_ranked(
     fields = _last_line(data).split()
     if len(fields) < 6:
         return None
+    return data[:4096], fields[5].decode("latin-1")
+
+
+def _query_by_query(ids: pa.Array, codes: np.ndarray, docs: pa.Array, sims: np.ndarray):
+    """Lines given as query numbers (``codes`` into ``ids``), put query by query (a
+    stable radix sort on the number), as blocks of STREAM_LINES lines for ``rank_blocks``:
+    (query ids, document ids, scores)."""
+    top = int(codes.max()) if len(codes) else 0
+    order = _radix_order(_digits(codes.astype(np.uint64), max(top.bit_length(), 1)))
+    if order is None:
+        order = np.arange(len(codes))
+    size = max(STREAM_LINES, 1)
+    for start in range(0, len(order), size):
+        lines = order[start : start + size]
+        taken = pa.array(lines)
+        yield ids.take(pa.array(codes[lines])), docs.take(taken), sims[lines]
+
+
+def read_ranked(
+    path: str, qrels: QrelsFile, *, debug_qid: str | None, max_docs: int, judged_only: bool
+) -> RankedRun | None:
+    """The run file ranked block by block as it is read (``rank_blocks``), or None when
+    it has to be read whole (standard input, an irregular file, queries interleaved)."""
+    opened = _opened(path)
+    if opened is None:
+        return None
+    head, runid = opened
     try:
-        blocks = run_blocks(path, data[:4096])
-        runid = fields[5].decode("latin-1")
         return rank_blocks(
-            qrels, blocks, runid, path,
+            qrels, run_blocks(path, head), runid, path,
             debug_qid=debug_qid, max_docs=max_docs, judged_only=judged_only,
         )  # fmt: skip
     except NotStreamable:
@@ -344,21 +356,9 @@ def rank_read(
     else:
         encoded = pc.dictionary_encode(run.qid)
         names, codes = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
-    bits = max(int(len(names) - 1).bit_length(), 1)
-    order = _radix_order(_digits(codes.astype(np.uint64), bits))
-    if order is None:
-        order = np.arange(n)
-    size = max(STREAM_LINES, 1)
-
-    def blocks():
-        for start in range(0, n, size):
-            lines = order[start : start + size]
-            taken = pa.array(lines)
-            yield names.take(pa.array(codes[lines])), run.docno.take(taken), run.sim[lines]
-
     try:
         return rank_blocks(
-            qrels, blocks(), run.runid, run,
+            qrels, _query_by_query(names, codes, run.docno, run.sim), run.runid, run,
             debug_qid=debug_qid, max_docs=max_docs, judged_only=judged_only,
         )  # fmt: skip
     except NotStreamable:

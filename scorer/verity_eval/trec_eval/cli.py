@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from .inputs import InputError, read_qrels, read_run
+from .inputs import InputError, forget_file_checks, read_qrels, read_run
 from .measures import NICKNAMES, REFUSED_NAMES, TABLE, Context, MeasureError, level_tables
 from .rankings import rank, rank_read, read_partitioned, read_ranked
 
@@ -239,6 +239,7 @@ def _long(value: float) -> str:
 
 
 def run(argv: list[str], out) -> int:
+    forget_file_checks()
     opts, rest = parse_args(argv)
     if opts.help:
         out.write(HELP)

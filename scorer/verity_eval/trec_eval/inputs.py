@@ -16,7 +16,9 @@ ignored; the run id printed is the last line's.
 
 from __future__ import annotations
 
+import functools
 import mmap
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -127,6 +129,44 @@ def _irregular(chunk: bytes, delimiter: bytes) -> bool:
     return bool(((data[:-1] == delimiter[0]) & ((after == delimiter[0]) | (after == 10))).any())
 
 
+def _delimiter(head: bytes) -> str | None:
+    """The delimiter pyarrow should split on, from the file's first line (a tab when it
+    has tabs and no space); None when pyarrow cannot read the file as trec_eval does: a
+    byte-order mark (pyarrow drops it, trec_eval keeps it) or no full first line."""
+    if head[:3] == b"\xef\xbb\xbf":
+        return None
+    end = head.find(b"\n")
+    if end == -1:
+        return None
+    first = head[:end]
+    return "\t" if b"\t" in first and b" " not in first else " "
+
+
+def _csv_options(
+    delimiter: str, names: list[str], types: dict, empty_lines_ok: bool, block_size: int
+) -> dict:
+    """pyarrow's CSV options for trec_eval's files: no quoting or escapes, no nulls, the
+    ``types`` columns only, one thread (CPU time counts every thread)."""
+    return {
+        "read_options": pa_csv.ReadOptions(
+            column_names=names, block_size=block_size, use_threads=False
+        ),
+        "parse_options": pa_csv.ParseOptions(
+            delimiter=delimiter,
+            quote_char=False,
+            escape_char=False,
+            double_quote=False,
+            ignore_empty_lines=empty_lines_ok,
+        ),
+        "convert_options": pa_csv.ConvertOptions(
+            column_types=types,
+            include_columns=list(types),
+            strings_can_be_null=False,
+            null_values=[],
+        ),
+    }
+
+
 _SCAN = 1 << 20
 
 
@@ -137,13 +177,28 @@ def _regular(source, delimiter: str) -> bool:
     sep = delimiter.encode()
     if not isinstance(source, str):
         return not _irregular(bytes(source), sep)
+    stat = os.stat(source)
+    return _regular_file(source, sep, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _regular_file(path: str, sep: bytes, size: int, mtime_ns: int) -> bool:
+    """``_regular`` of a file, remembered within one run of the program: the block
+    reader, the partitioned reader and the whole-file reader may each ask about the same
+    run. ``forget_file_checks`` clears it (``cli.run`` does, first): a file rewritten
+    within one tick of the clock keeps its size and time stamp."""
     carry = b""
-    with open(source, "rb") as handle:
+    with open(path, "rb") as handle:
         while chunk := handle.read(_SCAN):
             if _irregular(carry + chunk, sep):
                 return False
             carry = chunk[-1:]
     return True
+
+
+def forget_file_checks() -> None:
+    """Forget which files were found regular (``_regular_file``)."""
+    _regular_file.cache_clear()
 
 
 def _parse(
@@ -157,34 +212,12 @@ def _parse(
 ):
     """pyarrow's CSV reader on ``source`` (``head``: the file's first bytes; ``data``:
     its bytes when ``source`` is not a path)."""
-    if head[:3] == b"\xef\xbb\xbf":  # pyarrow would drop a byte-order mark; trec_eval keeps it
-        return None
-    end = head.find(b"\n")
-    if end == -1:
-        return None
-    first = head[:end]
-    delimiter = "\t" if b"\t" in first and b" " not in first else " "
-    if not _regular(source if isinstance(source, str) else data, delimiter):
+    delimiter = _delimiter(head)
+    if delimiter is None or not _regular(source if isinstance(source, str) else data, delimiter):
         return None
     try:
         table = pa_csv.read_csv(
-            source,
-            read_options=pa_csv.ReadOptions(
-                column_names=names, block_size=block_size, use_threads=False
-            ),
-            parse_options=pa_csv.ParseOptions(
-                delimiter=delimiter,
-                quote_char=False,
-                escape_char=False,
-                double_quote=False,
-                ignore_empty_lines=empty_lines_ok,
-            ),
-            convert_options=pa_csv.ConvertOptions(
-                column_types=types,
-                include_columns=list(types),
-                strings_can_be_null=False,
-                null_values=[],
-            ),
+            source, **_csv_options(delimiter, names, types, empty_lines_ok, block_size)
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
         return None
@@ -400,36 +433,13 @@ def run_blocks(path: str, head: bytes, block_size: int | None = None):
     ``_fast_run`` would return None for a line pyarrow cannot split as trec_eval does, at
     whatever block that shows (a comment line, or one starting with a blank, shows in a
     query id: the caller checks them)."""
-    if head[:3] == b"\xef\xbb\xbf":
-        raise NotStreamable
-    end = head.find(b"\n")
-    if end == -1:
-        raise NotStreamable
-    first = head[:end]
-    delimiter = "\t" if b"\t" in first and b" " not in first else " "
-    if not _regular(path, delimiter):
+    delimiter = _delimiter(head)
+    if delimiter is None or not _regular(path, delimiter):
         raise NotStreamable
     try:
         reader = pa_csv.open_csv(
             path,
-            read_options=pa_csv.ReadOptions(
-                column_names=_RUN_COLUMNS,
-                block_size=block_size or STREAM_BLOCK,
-                use_threads=False,
-            ),
-            parse_options=pa_csv.ParseOptions(
-                delimiter=delimiter,
-                quote_char=False,
-                escape_char=False,
-                double_quote=False,
-                ignore_empty_lines=True,
-            ),
-            convert_options=pa_csv.ConvertOptions(
-                column_types=_BLOCK_TYPES,
-                include_columns=list(_BLOCK_TYPES),
-                strings_can_be_null=False,
-                null_values=[],
-            ),
+            **_csv_options(delimiter, _RUN_COLUMNS, _BLOCK_TYPES, True, block_size or STREAM_BLOCK),
         )
         for batch in reader:
             qid, docno, sim = batch.column(0), batch.column(1), batch.column(2)
