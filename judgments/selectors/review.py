@@ -12,7 +12,6 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ..models import (
@@ -20,6 +19,7 @@ from ..models import (
     Collection,
     EvidenceCondition,
     FocusSet,
+    Item,
     Judgment,
     JudgmentChange,
     Query,
@@ -28,6 +28,7 @@ from ..models import (
     TaskSource,
     TaskStatus,
 )
+from ..rows import Columns
 from .access import collections_for
 
 # "Open" is spelled as an IN list rather than "not done": PostgreSQL can walk the
@@ -228,16 +229,24 @@ def held_task_for(
 
 def task_for_review(collection: Collection, task_id: int, *, sources: bool = True) -> ReviewTask:
     """The task with its query and item, and its sources (best rank first) unless
-    ``sources=False``: one query, the sources read as a JSON array beside the task rather
-    than by a second query (``task.sources.all()`` answers from it). The collection is
-    ``collection`` (no read). ``ReviewTask.DoesNotExist`` unless it belongs to it."""
-    tasks = ReviewTask.objects.filter(collection=collection).select_related("query", "item")
-    if sources:
-        tasks = tasks.annotate(source_rows=RawSQL(_SOURCES_SQL[connection.vendor], []))
-    task = tasks.get(pk=task_id)
+    ``sources=False``: one statement, the sources read as a JSON array beside the task
+    rather than by a second query (``task.sources.all()`` answers from it). The collection
+    is ``collection`` (no read). ``ReviewTask.DoesNotExist`` unless it belongs to it.
+
+    Written as SQL once per process (``rows.Columns``): the reviewer's claim and the
+    review page read it on every task, and building the queryset cost more CPU than the
+    database spent on it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_task_sql(sources), [collection.pk, task_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise ReviewTask.DoesNotExist(f"no review task {task_id} in this collection")
+    task = _T.build(row)
+    task.query = _Q.build(row, _T.width)
+    task.item = _I.build(row, _T.width + _Q.width)
     task.collection = collection
     if sources:
-        rows = task.source_rows
+        rows = row[-1]
         if isinstance(rows, str | bytes):
             rows = json.loads(rows)
         task._prefetched_objects_cache = {
@@ -262,6 +271,21 @@ _SOURCES_SQL = {
         f'WHERE task_id = "{_RT}"."id" ORDER BY rank, label) s'
     ),
 }
+_T = Columns(ReviewTask, _RT)
+_Q = Columns(Query, Query._meta.db_table)
+_I = Columns(Item, Item._meta.db_table)
+
+
+def _task_sql(sources: bool) -> str:
+    qn = connection.ops.quote_name
+    rt, q, i = qn(_RT), qn(_Q.alias), qn(_I.alias)
+    extra = f", ({_SOURCES_SQL[connection.vendor]})" if sources else ""
+    return (
+        f"SELECT {_T.sql()}, {_Q.sql()}, {_I.sql()}{extra} FROM {rt} "
+        f"INNER JOIN {q} ON {q}.{qn('id')} = {rt}.{qn('query_id')} "
+        f"INNER JOIN {i} ON {i}.{qn('id')} = {rt}.{qn('item_id')} "
+        f"WHERE {rt}.{qn('collection_id')} = %s AND {rt}.{qn('id')} = %s"
+    )
 
 
 def judgments_for_query(query: Query) -> QuerySet[Judgment]:

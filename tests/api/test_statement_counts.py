@@ -122,3 +122,26 @@ def test_if_match_edit_takes_at_most_six_statements_on_postgresql(
     assert stale["ETag"] == '"2"'
     assert JudgmentChange.objects.count() == 2
     assert Judgment.objects.get(pk=pk).grade == 2
+
+
+def test_claim_answer_is_the_task_serializers(team):
+    """The claim writes its answer out (``task_answer``, issue 29): it must stay what
+    ``TaskSerializer`` renders for the same task, a live lease and two sources included,
+    and likewise for a task with no lease, no rank and no source."""
+    from judgments.api.serializers import TaskSerializer, task_answer
+    from judgments.selectors import task_for_review
+
+    collection, clients = team
+    body = clients["ana"].post(f"/api/collections/{collection.slug}/tasks/claim/").json()
+    task = task_for_review(collection, body["id"])
+    assert task.claimed_by.username == "ana"
+    assert body == dict(TaskSerializer(task).data) == task_answer(task)
+    assert body["lease_expires_at"].endswith("Z") and body["status"] == "claimed"
+    assert [(x["label"], x["rank"]) for x in body["sources"]] == [("run bm25", 1), ("run dense", 1)]
+    bare = ReviewTask.objects.filter(status=TaskStatus.PENDING).order_by("pk").last()
+    bare.sources.all().delete()
+    ReviewTask.objects.filter(pk=bare.pk).update(best_rank=None)
+    plain = task_for_review(collection, bare.pk)
+    assert plain.lease_expires_at is None and plain.claimed_by is None
+    assert task_answer(plain) == dict(TaskSerializer(plain).data)
+    assert task_answer(plain)["sources"] == [] and task_answer(plain)["best_rank"] is None

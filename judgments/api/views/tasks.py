@@ -110,7 +110,7 @@ class TaskViewSet(
             return Response(status=status.HTTP_204_NO_CONTENT)
         shown = task_for_review(self.collection, task.pk)
         shown.claimed_by = request.user  # claim_next_task hands out only the caller's
-        return Response(self.get_serializer(shown).data)
+        return Response(s.task_answer(shown))
 
     @extend_schema(
         summary="Give back a task you hold; it is not offered to you again.",
