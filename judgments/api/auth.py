@@ -28,6 +28,7 @@ from rest_framework.permissions import SAFE_METHODS
 
 from audit.services import client_address
 from judgments.models import ApiToken, TokenScope, hash_key, scope_allows
+from judgments.selectors import api_token_by_hash
 
 LAST_USED_EVERY = timedelta(minutes=1)
 HOW_TO_GET_ONE = (
@@ -59,11 +60,7 @@ class TokenOrBearerAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"Invalid token: a key is ASCII ('vt_…'); {HOW_TO_GET_ONE}."
             ) from None
-        token = (
-            ApiToken.objects.select_related("user", "collection")
-            .filter(key_hash=hash_key(key))
-            .first()
-        )
+        token = api_token_by_hash(hash_key(key))
         if token is None:
             raise exceptions.AuthenticationFailed(
                 f"Invalid token: no such key (mistyped, or revoked and deleted); {HOW_TO_GET_ONE}."

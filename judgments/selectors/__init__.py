@@ -5,6 +5,7 @@ them from ``judgments.selectors``.
 """
 
 from .access import (
+    api_token_by_hash,
     collections_for,
     may,
     may_adjudicate,
@@ -12,6 +13,7 @@ from .access import (
     may_score,
     may_see_assessments,
     may_see_labels,
+    member_collection,
     role_of,
 )
 from .assessments import (
@@ -88,6 +90,7 @@ __all__ = [
     "SnapshotDiff",
     "SnapshotNotExportable",
     "agreement_report",
+    "api_token_by_hash",
     "assessments_of_pair",
     "bundle_of",
     "change_that_made",
@@ -119,6 +122,7 @@ __all__ = [
     "may_score",
     "may_see_assessments",
     "may_see_labels",
+    "member_collection",
     "one_assessor",
     "open_adjudications",
     "open_count_shown",

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import QuerySet
 
-from ..models import Collection, Membership, Role, role_allows
+from ..models import ApiToken, Collection, Membership, Role, role_allows
+from ..rows import Columns
 
 
 def collections_for(user: Any) -> QuerySet[Collection]:
@@ -85,3 +88,86 @@ def may_create_collections(user: Any) -> bool:
     if user.is_superuser or who == "everyone":
         return True
     return who == "staff" and bool(user.is_staff)
+
+
+def member_collection(user: Any, slug: str) -> Collection | None:
+    """The collection ``slug`` if this (authenticated) user may see it, with the caller's
+    role as ``held_role`` (``admin`` for a superuser): ``collections_for(user)`` and
+    ``role_of`` in one statement, written once per process (``rows.Columns``), since
+    every request under /api/collections/<slug>/ asks it (issue 29)."""
+    if user.is_superuser:
+        found = Collection.objects.filter(slug=slug).first()
+        if found is not None:
+            found.held_role = Role.ADMIN
+        return found
+    with connection.cursor() as cursor:
+        cursor.execute(_member_collection_sql(), [user.pk, slug])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    found = _COLLECTION.build(row)
+    found.held_role = row[-1]
+    return found
+
+
+_COLLECTION = Columns(Collection, "c")
+_SQL: dict[str, str] = {}
+
+
+def _member_collection_sql() -> str:
+    if connection.vendor not in _SQL:
+        qn = connection.ops.quote_name
+        _SQL[connection.vendor] = (
+            f"SELECT {_COLLECTION.sql()}, m.{qn('role')} "
+            f"FROM {qn(Collection._meta.db_table)} c "
+            f"INNER JOIN {qn(Membership._meta.db_table)} m "
+            f"ON m.{qn('collection_id')} = c.{qn('id')} "
+            f"WHERE m.{qn('user_id')} = %s AND c.{qn('slug')} = %s "
+            f"ORDER BY c.{qn('id')} LIMIT 1"
+        )
+    return _SQL[connection.vendor]
+
+
+def api_token_by_hash(key_hash: str) -> ApiToken | None:
+    """The API token with this key hash, with its user and the collection it is limited
+    to (``None`` when unlimited) joined: one statement written once per process
+    (``rows.Columns``), since every API request asks it (issue 29). Whether it may be
+    used (revoked, expired, an inactive user, its scope) is the caller's check."""
+    columns = _token_columns()
+    with connection.cursor() as cursor:
+        cursor.execute(_token_sql(columns), [key_hash])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    token, user, limited = columns
+    found = token.build(row)
+    found.user = user.build(row, token.width)
+    found.collection = limited.build(row, token.width + user.width)
+    return found
+
+
+_TOKEN_COLUMNS: list[tuple[Columns, Columns, Columns]] = []
+
+
+def _token_columns() -> tuple[Columns, Columns, Columns]:
+    if not _TOKEN_COLUMNS:  # the user model is known once the apps are loaded
+        _TOKEN_COLUMNS.append(
+            (Columns(ApiToken, "t"), Columns(get_user_model(), "u"), Columns(Collection, "c"))
+        )
+    return _TOKEN_COLUMNS[0]
+
+
+def _token_sql(columns: tuple[Columns, Columns, Columns]) -> str:
+    key = f"token {connection.vendor}"
+    if key not in _SQL:
+        qn = connection.ops.quote_name
+        token, user, limited = columns
+        _SQL[key] = (
+            f"SELECT {token.sql()}, {user.sql()}, {limited.sql()} "
+            f"FROM {qn(ApiToken._meta.db_table)} t "
+            f"INNER JOIN {qn(user.model._meta.db_table)} u ON u.{qn('id')} = t.{qn('user_id')} "
+            f"LEFT OUTER JOIN {qn(Collection._meta.db_table)} c "
+            f"ON c.{qn('id')} = t.{qn('collection_id')} "
+            f"WHERE t.{qn('key_hash')} = %s"
+        )
+    return _SQL[key]
