@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model, QuerySet
 
 _Converter = Callable[[Any, Any, Any], Any]
@@ -39,6 +39,7 @@ class Columns:
         )
 
     def sql(self) -> str:
+        """The SELECT list: every concrete column, qualified by the alias, in field order."""
         qn = connection.ops.quote_name
         return ", ".join(f"{qn(self.alias)}.{qn(f.column)}" for f in self.fields)
 
@@ -63,10 +64,9 @@ class Columns:
 
 
 def _wrapper() -> Any:
-    """This thread's connection object (``django.db.connection`` is a proxy to it)."""
-    from django.db import connections
-
-    return connections["default"]
+    """This thread's connection object (``django.db.connection`` is a proxy to it): the
+    converters are kept per connection, as its ``ops`` are."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 def _converters_of(expression: Any, wrapper: Any) -> list[_Converter]:
