@@ -3,6 +3,7 @@ from functools import cache
 from django.contrib import admin
 from django.urls import include, path, re_path
 
+from config.startup import resume_gc
 from judgments.api import docs
 from judgments.api.errors import api_not_found
 from judgments.api.tokens import api_tokens
@@ -64,3 +65,6 @@ urlpatterns = [
 handler403 = "judgments.api.errors.permission_denied"
 handler404 = "judgments.api.errors.page_not_found"
 handler500 = "judgments.api.errors.server_error"
+
+# The last large import of a process's start-up: the collector runs again from here on.
+resume_gc()

@@ -90,3 +90,57 @@ def test_the_probe_sees_a_heavy_import() -> None:
         SETUP + "import scoring.comparison\nscoring.comparison.describe([1], [0])\n"
     ) == ["numpy"]
     assert _heavy_after(SETUP + "from verity_eval import evaluate\n") == ["numpy", "pyarrow"]
+
+
+def _run(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,  # guards against a hang only
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_start_up_runs_without_collections_and_ends_with_them_back() -> None:
+    """manage.py pauses the cyclic collector until the URL configuration has loaded
+    (config/startup.py), then freezes what start-up made and collects as usual."""
+    out = _run(
+        "import atexit, gc, sys\n"
+        "seen = []\n"
+        "gc.callbacks.append(lambda phase, info: gc.get_threshold()[0] > 700 and seen.append(1))\n"
+        "import django\n"
+        "setup = django.setup\n"
+        "def spy(*args, **kwargs):\n"
+        "    setup(*args, **kwargs)\n"
+        "    print('AT-READY', gc.get_threshold()[0], len(seen))\n"
+        "django.setup = spy\n"
+        "atexit.register(lambda: print('AT-EXIT', gc.get_threshold()[0], gc.get_freeze_count() > 0"
+        ", len(seen)))\n"
+        "sys.argv = ['manage.py', 'check']\n"
+        "exec(compile(open('manage.py').read(), 'manage.py', 'exec'))\n"
+    )
+    lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith("AT-"))
+    # Settings, apps and models loaded: no collection yet.
+    assert lines["AT-READY"] == "1000000 0"
+    threshold, frozen, _ = lines["AT-EXIT"].split()
+    assert (threshold, frozen) == ("700", "True")
+
+
+def test_a_process_that_never_ends_start_up_gets_its_collector_back() -> None:
+    """manage.py shell never loads the URL configuration: the first collection ends the
+    pause (here after 1,000 objects instead of a million)."""
+    out = _run(
+        "import gc\n"
+        "from config import startup\n"
+        "startup.PAUSED_THRESHOLD = 1000\n"
+        "startup.pause_gc()\n"
+        "print('PAUSED', gc.get_threshold()[0])\n"
+        "keep = [[] for _ in range(5000)]\n"
+        "print('AFTER', gc.get_threshold()[0])\n"
+    )
+    assert out.split() == ["PAUSED", "1000", "AFTER", "700"]
