@@ -23,6 +23,11 @@ bound.
 from __future__ import annotations
 
 import gc
+import importlib.abc
+import importlib.util
+import sys
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any
 
 DEFAULT_THRESHOLD = (700, 10, 10)  # CPython's defaults, restored by resume_gc
@@ -62,3 +67,66 @@ def _first_collection(phase: str, info: dict[str, Any]) -> None:
     if phase == "stop" and _paused:
         _paused = False
         gc.set_threshold(*DEFAULT_THRESHOLD)
+
+
+# What rest_framework.compat imports only to learn whether it is installed, and Verity
+# does not use through it: psycopg (~70 modules, even on SQLite) by way of
+# django.contrib.postgres.fields, for serializer fields of PostgreSQL-only model fields
+# (Verity's models have none: tests/test_startup.py); PyYAML for DRF's own OpenAPI
+# renderer (drf-spectacular's YAML output imports it itself); requests for DRF's
+# RequestsClient; Pygments and Markdown for the browsable API (Verity renders JSON only).
+# ~90 ms of every process's start-up. Hidden from compat's import only: any other
+# module imports them as usual.
+HIDDEN_FROM_DRF_COMPAT = (
+    "django.contrib.postgres.fields",
+    "yaml",
+    "requests",
+    "pygments",
+    "markdown",
+)
+
+
+class _DrfCompatFinder(importlib.abc.MetaPathFinder):
+    """Finds rest_framework.compat the usual way, and runs it with the optional modules
+    above unavailable (None in ``sys.modules``, as Python documents for a module that
+    cannot be imported), so that compat takes its 'not installed' branches."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> ModuleSpec | None:
+        if name != "rest_framework.compat":
+            return None
+        sys.meta_path.remove(self)  # compat is imported once
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:  # pragma: no cover - DRF is a requirement
+            return spec
+        spec.loader = _HidingLoader(spec.loader)
+        return spec
+
+
+class _HidingLoader(importlib.abc.Loader):
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        hidden = [name for name in HIDDEN_FROM_DRF_COMPAT if name not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]
+        try:
+            self.loader.exec_module(module)
+        finally:
+            for name in hidden:
+                if sys.modules.get(name, ...) is None:
+                    del sys.modules[name]
+
+    def __getattr__(self, attribute: str) -> Any:  # get_source, get_code, ...
+        return getattr(self.loader, attribute)
+
+
+def hide_optional_modules_from_drf_compat() -> None:
+    """Called by the settings, before anything imports Django REST framework."""
+    if "rest_framework.compat" in sys.modules:
+        return
+    if not any(isinstance(finder, _DrfCompatFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _DrfCompatFinder())
