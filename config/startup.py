@@ -23,12 +23,13 @@ bound.
 from __future__ import annotations
 
 import gc
-import importlib.abc
 import importlib.util
 import sys
-from importlib.machinery import ModuleSpec
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 DEFAULT_THRESHOLD = (700, 10, 10)  # CPython's defaults, restored by resume_gc
 # Objects allocated (net) before a first collection: start-up stays well below it.
@@ -69,48 +70,59 @@ def _first_collection(phase: str, info: dict[str, Any]) -> None:
         gc.set_threshold(*DEFAULT_THRESHOLD)
 
 
-# What rest_framework.compat imports only to learn whether it is installed, and Verity
-# does not use through it: psycopg (~70 modules, even on SQLite) by way of
-# django.contrib.postgres.fields, for serializer fields of PostgreSQL-only model fields
-# (Verity's models have none: tests/test_startup.py); PyYAML for DRF's own OpenAPI
-# renderer (drf-spectacular's YAML output imports it itself); requests for DRF's
-# RequestsClient; Pygments and Markdown for the browsable API (Verity renders JSON only).
-# ~90 ms of every process's start-up. Hidden from compat's import only: any other
-# module imports them as usual.
-HIDDEN_FROM_DRF_COMPAT = (
-    "django.contrib.postgres.fields",
-    "yaml",
-    "requests",
-    "pygments",
-    "markdown",
-)
+# What a library imports only to learn whether it is installed, and Verity does not use
+# through it, hidden from that import (any other module imports them as usual):
+# - rest_framework.compat: psycopg (~70 modules, even on SQLite) by way of
+#   django.contrib.postgres.fields, for serializer fields of PostgreSQL-only model fields
+#   (Verity's models have none: tests/test_startup.py); PyYAML for DRF's own OpenAPI
+#   renderer (drf-spectacular's YAML output imports it itself); requests for DRF's
+#   RequestsClient; Pygments and Markdown for the browsable API (Verity renders JSON).
+# - django.test.utils (drf-spectacular imports the test client at import, for the mock
+#   requests of schema generation): Jinja2, for the ``require_jinja2`` test decorator.
+# ~0.1 s of every process's start-up.
+HIDDEN_FROM = {
+    "rest_framework.compat": (
+        "django.contrib.postgres.fields",
+        "yaml",
+        "requests",
+        "pygments",
+        "markdown",
+    ),
+    "django.test.utils": ("jinja2",),
+}
 
 
-class _DrfCompatFinder(importlib.abc.MetaPathFinder):
-    """Finds rest_framework.compat the usual way, and runs it with the optional modules
-    above unavailable (None in ``sys.modules``, as Python documents for a module that
-    cannot be imported), so that compat takes its 'not installed' branches."""
+class _HidingFinder:  # a meta path finder (not importlib.abc's: ~10 ms of imports)
+    """Finds the modules of HIDDEN_FROM the usual way, and runs each with its optional
+    modules unavailable (None in ``sys.modules``, as Python documents for a module that
+    cannot be imported), so that it takes its 'not installed' branches."""
+
+    def __init__(self) -> None:
+        self.pending = dict(HIDDEN_FROM)
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> ModuleSpec | None:
-        if name != "rest_framework.compat":
+        hidden = self.pending.pop(name, None)
+        if hidden is None:
             return None
-        sys.meta_path.remove(self)  # compat is imported once
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:  # pragma: no cover - DRF is a requirement
+        if not self.pending:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)  # this finder does not see its own look-up
+        if spec is None or spec.loader is None:  # pragma: no cover - both are requirements
             return spec
-        spec.loader = _HidingLoader(spec.loader)
+        spec.loader = _HidingLoader(spec.loader, hidden)
         return spec
 
 
-class _HidingLoader(importlib.abc.Loader):
-    def __init__(self, loader: Any) -> None:
+class _HidingLoader:
+    def __init__(self, loader: Any, hidden: tuple[str, ...]) -> None:
         self.loader = loader
+        self.hidden = hidden
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        hidden = [name for name in HIDDEN_FROM_DRF_COMPAT if name not in sys.modules]
+        hidden = [name for name in self.hidden if name not in sys.modules]
         for name in hidden:
             sys.modules[name] = None  # type: ignore[assignment]
         try:
@@ -124,9 +136,13 @@ class _HidingLoader(importlib.abc.Loader):
         return getattr(self.loader, attribute)
 
 
-def hide_optional_modules_from_drf_compat() -> None:
-    """Called by the settings, before anything imports Django REST framework."""
-    if "rest_framework.compat" in sys.modules:
+def hide_optional_modules() -> None:
+    """Called by the settings, before anything imports DRF or Django's test tools."""
+    if any(isinstance(finder, _HidingFinder) for finder in sys.meta_path):
         return
-    if not any(isinstance(finder, _DrfCompatFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _DrfCompatFinder())
+    finder = _HidingFinder()
+    for name in list(finder.pending):
+        if name in sys.modules:  # too late for it
+            del finder.pending[name]
+    if finder.pending:
+        sys.meta_path.insert(0, finder)

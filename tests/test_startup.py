@@ -38,7 +38,7 @@ HEAVY = (
 # Installed, but not used by Verity through DRF's compat module, which probes them at
 # import (config/startup.py hides them from it): a process that does not use them
 # itself does not load them. psycopg also loads on PostgreSQL, for the database.
-OPTIONAL = ("yaml", "requests", "urllib3", "pygments", "markdown_it")
+OPTIONAL = ("yaml", "requests", "urllib3", "pygments", "markdown_it", "jinja2")
 if "postgres" not in os.environ.get("DATABASE_URL", ""):
     OPTIONAL += ("psycopg",)
 
@@ -101,8 +101,8 @@ def test_the_probe_sees_a_heavy_import() -> None:
         SETUP + "import scoring.comparison\nscoring.comparison.describe([1], [0])\n"
     ) == ["numpy"]
     assert _heavy_after(SETUP + "from verity_eval import evaluate\n") == ["numpy", "pyarrow"]
-    optional = _heavy_after(SETUP + "import requests, markdown_it\n")
-    assert optional == ["requests", "urllib3", "markdown_it"]
+    optional = _heavy_after(SETUP + "import requests, markdown_it, jinja2\n")
+    assert optional == ["requests", "urllib3", "markdown_it", "jinja2"]
 
 
 def _run(code: str) -> str:
@@ -159,22 +159,25 @@ def test_a_process_that_never_ends_start_up_gets_its_collector_back() -> None:
     assert out.split() == ["PAUSED", "1000", "AFTER", "700"]
 
 
-def test_drf_compat_skips_what_verity_does_not_use_and_others_can_still_import_it() -> None:
+def test_optional_modules_are_hidden_from_their_probes_only() -> None:
     out = _run(
         SETUP + CHECK + "from rest_framework import compat\n"
         "print('COMPAT', compat.postgres_fields, compat.yaml, compat.requests, compat.pygments)\n"
-        "import yaml\n"
-        "print('YAML', yaml.safe_dump({'a': 1}).strip())\n"
+        "from django.test import utils\n"
+        "print('TEST-UTILS', utils.jinja2)\n"
+        "import jinja2, yaml\n"
+        "print('YAML', yaml.safe_dump({'a': 1}).strip(), jinja2.Template('{{ 1 + 1 }}').render())\n"
     )
     assert "COMPAT None None None None" in out
-    assert "YAML a: 1" in out
+    assert "TEST-UTILS None" in out
+    assert "YAML a: 1 2" in out
 
 
 def test_no_model_field_is_a_postgresql_field() -> None:
     """rest_framework.compat.postgres_fields is None (config/startup.py): DRF's
     ModelSerializer would not map an ArrayField, HStoreField or range field. Verity's
     models have none; a new one must take compat's postgres import back out of
-    HIDDEN_FROM_DRF_COMPAT."""
+    HIDDEN_FROM."""
     out = _run(
         SETUP + "from django.apps import apps\n"
         "for model in apps.get_models():\n"
