@@ -3,8 +3,9 @@
 Every management command runs Django's system checks, and the URL checks load the whole
 URL configuration; if that imported every view, each command, worker and web process
 would import the views, their serializers, services and selectors, and (through
-``extend_schema``) drf-spectacular's schema machinery and Django's test client with it:
-~70 ms of a ~0.45 s start-up (bench/README.md). So a URL module names its views
+``extend_schema``) drf-spectacular's schema machinery and Django's test client with it
+(~45 modules more than now, ~5 % of ``check``'s CPU time; bench/README.md). So a URL
+module names its views
 through :func:`views_of`::
 
     views = views_of("judgments.api.views")

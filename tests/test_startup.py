@@ -5,8 +5,12 @@ whole URL configuration before it does anything; a worker or a web process does 
 None of that may import numpy, scipy, pyarrow or drf-spectacular's views (~1 s of imports
 together), nor scikit-learn, krippendorff, wordllama, redis or rq: they belong to scoring,
 statistics, schema generation, agreement, model judges and the RQ backend, which import
-them when they run. Each case starts a new interpreter, so nothing imported by other tests
-can hide an import. ``bench/startup_bench.py`` times the same processes.
+them when they run. Nor may it import what only DRF's and Django's optional-library
+probes asked for (psycopg on SQLite, PyYAML, requests, Pygments, Jinja2: hidden from them
+by config/startup.py) or any view module (imported on first use: jobs/lazy_views.py); and
+start-up runs without cyclic garbage collection until the URLs have loaded. Each case
+starts a new interpreter, so nothing imported by other tests can hide an import.
+``bench/startup_bench.py`` times the same processes.
 """
 
 from __future__ import annotations
