@@ -7,6 +7,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from config.startup import pause_gc
+
+    pause_gc()  # until the URL configuration has loaded (config/startup.py)
     from django.core.management import execute_from_command_line
 
     try:

@@ -13,6 +13,8 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from config.startup import hide_optional_modules
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VERITY_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -291,6 +293,11 @@ VERITY_JUDGE_KEY_ENVS = env_list("VERITY_JUDGE_KEY_ENVS")
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# DRF's compat module (and Django's test tools, which drf-spectacular imports), when
+# first imported, skip the optional libraries that Verity does not use through them
+# (psycopg even on SQLite, PyYAML, requests, Pygments, Jinja2): config/startup.py.
+hide_optional_modules()
 
 REST_FRAMEWORK = {
     # Token first: an anonymous request is answered 401 with "WWW-Authenticate: Token"

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import FileResponse
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -210,13 +209,3 @@ class JobFileApi(APIView):
             filename=name,
             content_type=job.result.get("content_type", "application/octet-stream"),
         )
-
-
-app_name = "jobs-api"
-
-urlpatterns = [
-    path("jobs/<int:pk>/", JobApi.as_view(), name="job"),
-    path("jobs/<int:pk>/retry/", JobRetryApi.as_view(), name="job-retry"),
-    path("jobs/<int:pk>/cancel/", JobCancelApi.as_view(), name="job-cancel"),
-    path("jobs/<int:pk>/file", JobFileApi.as_view(), name="job-file"),
-]

@@ -4,7 +4,6 @@ calibration report."""
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers
@@ -160,19 +159,3 @@ class CalibrationView(JudgeScoped, APIView):
     )
     def get(self, request: Request, slug: str, judge: str) -> Response:
         return Response(calibration_of(self.collection, self.judge().name))
-
-
-app_name = "judges-api"
-
-urlpatterns = [
-    path(
-        "collections/<slug:slug>/judges/<slug:judge>/proposals/",
-        ProposalsView.as_view(),
-        name="proposals",
-    ),
-    path(
-        "collections/<slug:slug>/judges/<slug:judge>/calibration/",
-        CalibrationView.as_view(),
-        name="calibration",
-    ),
-]

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from . import views
+from jobs.lazy_views import views_of
+
+views = views_of("judges.views")  # imported on first use (jobs/lazy_views.py)
 
 app_name = "judges"
 

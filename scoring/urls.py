@@ -5,7 +5,9 @@ Each page also answers ``?format=json`` and ``?format=csv`` with the data it sho
 
 from django.urls import path
 
-from . import views
+from jobs.lazy_views import views_of
+
+views = views_of("scoring.views")  # imported on first use (jobs/lazy_views.py)
 
 app_name = "scoring"
 

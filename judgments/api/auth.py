@@ -21,7 +21,6 @@ from typing import Any
 from axes.backends import AxesStandaloneBackend
 from django.http import HttpRequest
 from django.utils import timezone
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.permissions import SAFE_METHODS
@@ -128,27 +127,6 @@ def check_collection(token: ApiToken, request: Any, view: Any, label: str) -> No
 def token_collection_id(request: Any) -> int | None:
     """The collection the request's token is limited to, if any (a session: none)."""
     return getattr(getattr(request, "auth", None), "collection_id", None)
-
-
-class TokenOrBearerScheme(OpenApiAuthenticationExtension):
-    """Two security schemes, either of which will do."""
-
-    target_class = TokenOrBearerAuthentication
-    name = ["tokenAuth", "bearerAuth"]
-
-    def get_security_definition(self, auto_schema: Any) -> list[dict[str, str]]:
-        return [
-            {
-                "type": "apiKey",
-                "in": "header",
-                "name": "Authorization",
-                "description": 'Send "Authorization: Token <key>".',
-            },
-            {"type": "http", "scheme": "bearer", "description": "The same key, as Bearer."},
-        ]
-
-    def get_security_requirement(self, auto_schema: Any) -> list[dict[str, list[Any]]]:
-        return [{"tokenAuth": []}, {"bearerAuth": []}]
 
 
 class LoginLockoutBackend(AxesStandaloneBackend):

@@ -15,7 +15,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema
@@ -188,11 +187,3 @@ class TokenApi(APIView):
         revoke_api_token(token=token, by=request.user, request=request)
         token.refresh_from_db()
         return Response(ApiTokenSerializer(token).data)
-
-
-app_name = "tokens-api"
-
-urlpatterns = [
-    path("tokens/", TokenListApi.as_view(), name="tokens"),
-    path("tokens/<int:pk>/", TokenApi.as_view(), name="token"),
-]

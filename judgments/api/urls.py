@@ -6,7 +6,9 @@ Query and item ids are opaque and may hold "/": the path converter takes them wh
 
 from django.urls import path
 
-from . import views
+from jobs.lazy_views import views_of
+
+views = views_of("judgments.api.views")  # imported on first use (jobs/lazy_views.py)
 
 app_name = "judgments-api"
 

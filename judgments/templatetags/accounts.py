@@ -7,14 +7,17 @@ from django import template
 from django.conf import settings
 
 from ..sso.config import local_login_enabled, sso_enabled
-from ..views.accounts import mail_can_be_sent as _mail_can_be_sent
 
 register = template.Library()
 
 
 @register.simple_tag
 def mail_can_be_sent() -> bool:
-    return _mail_can_be_sent()
+    # Imported here: Django's template checks import every tag library at start-up, and
+    # judgments.views imports every view (jobs/lazy_views.py).
+    from ..views.accounts import mail_can_be_sent
+
+    return mail_can_be_sent()
 
 
 @register.simple_tag

@@ -8,16 +8,23 @@ links); single line breaks are kept, as guidelines written as plain text expect.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
-from markdown_it import MarkdownIt
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 register = template.Library()
 
 
 @lru_cache(maxsize=1)
 def _renderer() -> MarkdownIt:
+    # Imported on the first page that renders Markdown: Django's template checks import
+    # every tag library at start-up, and markdown-it is ~60 modules (~15 ms).
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False}).enable(
         "table"
     )

@@ -3,7 +3,7 @@ or CSV with ``?format=csv``.
 
 Readable by every member of the collection (the reviewer role); a collection you are not
 a member of answers 404. The dicts come from ``scoring.reports``, which the pages
-render too. ``urlpatterns`` is mounted under ``/api/``.
+render too. Their URLs are in ``report_urls.py``, mounted under ``/api/``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -341,28 +340,3 @@ class CompareFocusApi(CollectionScoped, APIView):
                 "review_url": review_url(self.collection, name),
             }
         )
-
-
-# Mounted under /api/ by config/urls.py: path("api/", include("scoring.api.reports")).
-urlpatterns = [
-    path(
-        "collections/<slug:slug>/evaluations/<int:pk>/report/",
-        EvaluationReportApi.as_view(),
-        name="evaluation-report",
-    ),
-    path(
-        "collections/<slug:slug>/runs/<slug:name>/diagnosis/",
-        RunDiagnosisApi.as_view(),
-        name="run-diagnosis",
-    ),
-    path(
-        "collections/<slug:slug>/compare/",
-        EvaluationCompareApi.as_view(),
-        name="evaluation-compare",
-    ),
-    path(
-        "collections/<slug:slug>/compare/focus/",
-        CompareFocusApi.as_view(),
-        name="evaluation-compare-focus",
-    ),
-]

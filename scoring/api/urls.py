@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from . import views
+from jobs.lazy_views import views_of
+
+views = views_of("scoring.api.views")  # imported on first use (jobs/lazy_views.py)
 
 app_name = "scoring-api"
 
