@@ -28,7 +28,6 @@ from judgments.models import (
     QueryStatus,
     Snapshot,
     SnapshotJudgment,
-    SnapshotMember,
     SnapshotQuery,
     SnapshotUnjudged,
 )
@@ -549,10 +548,7 @@ RAW_EDITS = {
         "UPDATE {table} SET grade = 0 WHERE block_id IN (SELECT block_id FROM "
         "judgments_snapshotmember WHERE snapshot_id = %s)",
     ),
-    "judgments_snapshotmember": (
-        SnapshotMember,
-        "UPDATE {table} SET block_id = block_id WHERE snapshot_id = %s",
-    ),
+    "judgments_snapshotmember": ("UPDATE {table} SET block_id = block_id WHERE snapshot_id = %s",),
     "judgments_snapshotunjudged": (  # a no-op update is refused as well
         SnapshotUnjudged,
         "UPDATE {table} SET item_id = item_id WHERE block_id IN (SELECT block_id FROM "
@@ -585,9 +581,46 @@ def test_postgresql_refuses_raw_sql_changes_to_frozen_rows(v1, table, statement)
     assert b"".join(snapshot_canonical_lines(v1)) == canonical_text().encode("utf-8")
 
 
+BLOCK_EDITS = [
+    pytest.param("SET end_number = 2, status = 'unreviewed'", id="end-and-another-column"),
+    pytest.param("SET first_number = 2", id="another-column"),
+    pytest.param("SET end_number = NULL", id="end-to-null"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("edit", BLOCK_EDITS)
+def test_postgresql_lets_a_block_end_once_and_nothing_else(v1, edit):
+    """A freeze sets ``end_number`` on the blocks a version replaces, once, from null:
+    the one UPDATE the trigger lets through (every other change is refused)."""
+    table = SnapshotQuery._meta.db_table
+    before = list(SnapshotQuery.objects.order_by("pk").values())
+    with connection.cursor() as cursor:
+        if edit.endswith("NULL"):
+            cursor.execute(f"UPDATE {table} SET end_number = 2 WHERE frozen_in_id = %s", [v1.pk])
+        with (
+            pytest.raises(IntegrityError, match=f"rows of {table} are immutable"),
+            transaction.atomic(),
+        ):
+            cursor.execute(f"UPDATE {table} {edit} WHERE frozen_in_id = %s", [v1.pk])
+        with (
+            pytest.raises(IntegrityError, match=f"rows of {table} are immutable"),
+            transaction.atomic(),
+        ):
+            cursor.execute(f"UPDATE {table} SET end_number = 3 WHERE frozen_in_id = %s", [v1.pk])
+    after = list(SnapshotQuery.objects.order_by("pk").values())
+    ended = [{**row, "end_number": 2 if edit.endswith("NULL") else None} for row in before]
+    assert after == ended
+
+
+def _frozen_columns(model):
+    """Every column but a block's ``end_number`` (set once, when a version replaces it)."""
+    return [f.attname for f in model._meta.concrete_fields if f.name != "end_number"]
+
+
 def test_later_edits_never_change_an_old_snapshot(tiny, v1, run_command):
     rows = {
-        model: sorted(model.objects.of(v1).values_list(named=False))
+        model: sorted(model.objects.of(v1).values_list(*_frozen_columns(model)))
         for model in (SnapshotQuery, SnapshotJudgment, SnapshotUnjudged)
     }
     exports = {args: export(run_command, "--snapshot", "1", *args) for args in EXPORT_ARGS}
@@ -618,7 +651,11 @@ def test_later_edits_never_change_an_old_snapshot(tiny, v1, run_command):
         1,
     )
     for model, before in rows.items():
-        assert sorted(model.objects.of(v1).values_list(named=False)) == before
+        assert sorted(model.objects.of(v1).values_list(*_frozen_columns(model))) == before
+    # Every query changed since: v1's blocks all ended at v2.
+    assert sorted(
+        SnapshotQuery.objects.of(v1).values_list("query__external_id", "end_number")
+    ) == [("q-measles", 2), ("q-vaccines", 2), ("q-zinc", 2)]
     for args, before in exports.items():
         assert export(run_command, "--snapshot", "1", *args) == before
     assert exports[()] == TREC_V1
