@@ -92,7 +92,10 @@ def _plan(
     """Render what changed and splice it into the latest version's form: read from its
     file (``cached``; None when that form turns out not to match the database) or from
     the blocks it holds in the database."""
-    progress.phase("reading the latest version's form", 1)
+    progress.phase(
+        "reading the latest version's form" if cached else "reading the latest version's blocks",
+        1,
+    )
     form = snapshot_forms.load(latest) if cached and latest is not None else None
     if cached and form is None:
         return None
