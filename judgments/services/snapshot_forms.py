@@ -179,29 +179,45 @@ def splice(
             segments.append((int(kept[lo]), int(kept[hi - 1]) + 1))
     segments.extend(new[j:])
 
-    digest = hashlib.sha256(header)
-    path = directory / f"tmp-{uuid.uuid4().hex}.form"
+    parts = []
+    for s in range(_S):
+        for seg in segments:
+            if isinstance(seg, tuple):
+                a, b = seg
+                part = body[starts[a, s] : starts[b - 1, s] + lens[b - 1, s]]
+            else:
+                part = seg.lines.sections()[s]
+            if len(part):
+                parts.append(part)
+    path: Path | None = directory / f"tmp-{uuid.uuid4().hex}.form"
+    failed: list[OSError] = []
+
+    def write() -> None:  # on a second thread: file writes and hashlib release the GIL
+        try:
+            with open(path, "wb", buffering=0) as out:  # type: ignore[arg-type]
+                for part in parts:
+                    _write(out, part)
+        except OSError as e:
+            failed.append(e)
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        out: BinaryIO | None = open(path, "wb", buffering=0)  # noqa: SIM115
-    except OSError as e:  # the form is a cache: the freeze goes on without it
-        log.warning("snapshot form not written to %s: %s", directory, e)
-        out = None
-    try:
-        for s in range(_S):
-            for seg in segments:
-                if isinstance(seg, tuple):
-                    a, b = seg
-                    part = body[starts[a, s] : starts[b - 1, s] + lens[b - 1, s]]
-                else:
-                    part = seg.lines.sections()[s]
-                if len(part):
-                    digest.update(part)
-                    if out is not None:
-                        _write(out, part)
-    finally:
-        if out is not None:
-            out.close()
+    except OSError as e:
+        failed.append(e)
+    writer = threading.Thread(target=write, name="verity-form-write", daemon=True)
+    if not failed:
+        writer.start()
+    digest = hashlib.sha256(header)
+    for part in parts:
+        digest.update(part)
+    if writer.ident is not None:
+        writer.join()
+    parts.clear()
+    if failed:  # the form is a cache: the freeze goes on without it
+        log.warning("snapshot form not written to %s: %s", directory, failed[0])
+        with contextlib.suppress(OSError):
+            path.unlink()  # type: ignore[union-attr]
+        path = None
     pks, lens_new, counts = [], [], []
     for seg in segments:
         if isinstance(seg, tuple):
@@ -219,7 +235,7 @@ def splice(
         pks=np.concatenate(pks) if pks else np.zeros(0, dtype=np.int64),
         lens=np.concatenate(lens_new) if lens_new else np.zeros((0, _S), dtype=np.int64),
         counts=np.concatenate(counts) if counts else np.zeros((0, len(COUNTS)), dtype=np.int64),
-        path=path if out is not None else None,
+        path=path,
     )
 
 
