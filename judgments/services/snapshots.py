@@ -93,7 +93,9 @@ def _plan(
     file (``cached``; None when that form turns out not to match the database) or from
     the blocks it holds in the database."""
     progress.phase(
-        "reading the latest version's form" if cached else "reading the latest version's blocks",
+        "reading the latest version's form"
+        if cached
+        else "reading the blocks of the latest version",
         1,
     )
     form = snapshot_forms.load(latest) if cached and latest is not None else None
@@ -114,7 +116,9 @@ def _plan(
     progress.advance(1)
     try:
         todo = None if everything or len(changes) > len(form) / 4 else changes
-        n_render = len(todo) if todo is not None else len(form)
+        n_render = (
+            len(todo) if todo is not None else Query.objects.filter(collection=collection).count()
+        )
         progress.phase(
             "rendering every query" if todo is None else f"rendering {len(todo)} changed queries",
             n_render,
@@ -141,7 +145,8 @@ def _plan(
         n_ended = len(held_queries(collection, ended))
         if cached and n_ended != len(drop):  # the file's index is not this database's
             return None
-        progress.phase("hashing", len(form))
+        n_hashed = len(form) - len(drop) + len(fresh)
+        progress.phase("hashing", n_hashed)
         if cached and not drop and not fresh and form.header == header:
             # Nothing changed: the latest version's hash, once its form is checked.
             spliced = Spliced(latest.content_hash, header, form.pks, form.lens, form.counts, None)
@@ -149,7 +154,7 @@ def _plan(
             spliced = snapshot_forms.splice(
                 form, header, drop, fresh, snapshot_forms.directory(collection.pk)
             )
-        progress.advance(len(form))
+        progress.advance(n_hashed)
         if not form.verified():
             spliced.discard()
             return None
