@@ -15,8 +15,11 @@ collection reads the latest version's blocks from the database instead, as the f
 freeze after an upgrade does, and writes them again). A form is trusted only when its
 name matches the latest version, its sizes and counts match the version's, and the
 sha256 of its header and body is the version's content hash (checked on a second thread
-while the freeze works: ``hashlib`` releases the GIL); a freeze that finds otherwise
-discards it and reads the database. A rolled-back freeze may leave a file behind, but
+while the freeze works: ``hashlib`` releases the GIL; skipped for a file this process
+wrote and that is, by device, inode, size and change times, untouched since); a freeze
+that finds otherwise discards it and reads the database. Besides, the blocks the
+database says the latest version holds of the changed queries must be exactly those the
+index has, or the form is not used. A rolled-back freeze may leave a file behind, but
 no committed version has its name (its pk and creation time are the rolled-back row's),
 and the next freeze that keeps a form removes it.
 """
@@ -45,6 +48,16 @@ from django.db import transaction
 from ..snapshots import SECTIONS, QueryBlock, frozen_qid
 
 log = logging.getLogger(__name__)
+
+# The forms this process wrote, as they were on disk then: (device, inode, size, mtime_ns,
+# ctime_ns) by path. Such a form, unchanged since, is not hashed again when read back;
+# any other (another process's, or touched since) is.
+_written: dict[str, tuple[int, ...]] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
 
 FORMAT = 1
 COUNTS = ("n_judgments", "n_model_labels", "n_unjudged", "n_assessments", "n_unresolved")
@@ -122,7 +135,8 @@ class Form:
     def close(self) -> None:
         if isinstance(self.body, mmap.mmap):
             self.verified()  # the check reads the map
-            self.body.close()
+            with contextlib.suppress(BufferError):  # a view still held by a traceback
+                self.body.close()
 
 
 @dataclass
@@ -278,7 +292,8 @@ def load(snapshot: Any) -> Form | None:
             pks, lens, counts = index["pks"], index["lens"], index["counts"]
             header = bytes(index["header"])
         with open(where / f"{name}.form", "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             body: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except FileNotFoundError:
         return None
@@ -301,7 +316,8 @@ def load(snapshot: Any) -> Form | None:
         log.warning("snapshot form %s/%s does not match its version; not used", where, name)
         form.close()
         return None
-    form.verify(snapshot.content_hash)
+    if _written.get(str(where / f"{name}.form")) != _identity(st):
+        form.verify(snapshot.content_hash)
     return form
 
 
@@ -325,6 +341,8 @@ def keep(snapshot: Any, spliced: Spliced) -> None:
         )
         os.replace(spliced.path, where / f"{name}.form")
         os.replace(index, where / f"{name}.npz")
+        body = where / f"{name}.form"
+        _written[str(body)] = _identity(body.stat())
     except OSError as e:
         log.warning("snapshot form of %s not kept: %s", name, e)
         spliced.discard()

@@ -239,6 +239,8 @@ def spoil_forms(rng: random.Random, collection: Collection) -> str:
     body = [f for f in files if f.suffix == ".form"]
     index = [f for f in files if f.suffix == ".npz"]
     how = rng.choice(["keep", "delete", "flip-a-byte", "truncate-index", "swap-index"])
+    if how != "keep":  # as another process would find it (this one trusts what it wrote)
+        snapshot_forms._written.clear()
     if how == "delete":
         for f in files:
             f.unlink()
@@ -329,6 +331,28 @@ def test_a_spoilt_form_is_not_trusted(frozen, settings, spoil, monkeypatch):
 
     assert v2.number == 2
     assert read == [v1]  # ... from the database
+
+
+def test_a_form_replaced_since_this_process_wrote_it_is_hashed_again(frozen, monkeypatch):
+    collection, v1 = frozen
+    (body,) = snapshot_forms.directory(collection.pk).glob("*.form")
+    data = bytearray(body.read_bytes())
+    data[len(data) // 2] ^= 0x01  # same size, same name, another file
+    spoilt = body.with_suffix(".spoilt")
+    spoilt.write_bytes(bytes(data))
+    spoilt.replace(body)
+    judgment = Judgment.objects.filter(query__external_id="q0").first()
+    judgment.grade = (judgment.grade + 1) % 4
+    judgment.save()
+    read = []
+    monkeypatch.setattr(
+        "judgments.services.snapshots.held_blocks",
+        lambda s: read.append(s) or snapshot_blocks.held_blocks(s),
+    )
+
+    freeze_and_check(collection)
+
+    assert read == [v1]
 
 
 def test_a_form_of_another_database_with_the_same_name_is_not_trusted(frozen, settings):
