@@ -116,15 +116,21 @@ def held_blocks(snapshot: Snapshot) -> dict[int, Block]:
 
 def changed_queries(collection: Collection) -> list[tuple[int, int]]:
     """The ``UnfrozenChange`` rows (pk, query pk) of the collection's queries, those
-    deleted since its latest version included (they name a block it holds)."""
+    deleted since its latest version included (they name a block it holds).
+
+    One index probe per listed row (a query's collection, else its held block's): as
+    ``EXISTS … OR EXISTS …`` PostgreSQL hashed every query of the collection, and its
+    estimate (from the pages the last freeze's deleted rows left) asked for JIT, ~0.25 s
+    at 100,000 queries. JIT is off for the rest of the freeze's transaction."""
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL jit = off")
         cursor.execute(
-            f"SELECT c.id, c.query_id FROM {UnfrozenChange._meta.db_table} c WHERE EXISTS "
-            f"(SELECT 1 FROM {Query._meta.db_table} q WHERE q.id = c.query_id "
-            "AND q.collection_id = %s) OR EXISTS "
-            f"(SELECT 1 FROM {SnapshotQuery._meta.db_table} b WHERE b.query_id = c.query_id "
-            "AND b.end_number IS NULL AND b.collection_id = %s)",
-            [collection.pk, collection.pk],
+            f"SELECT c.id, c.query_id FROM {UnfrozenChange._meta.db_table} c WHERE COALESCE("
+            f"(SELECT q.collection_id FROM {Query._meta.db_table} q WHERE q.id = c.query_id), "
+            f"(SELECT b.collection_id FROM {SnapshotQuery._meta.db_table} b "
+            "WHERE b.query_id = c.query_id AND b.end_number IS NULL)) = %s",
+            [collection.pk],
         )
         return cursor.fetchall()
 
