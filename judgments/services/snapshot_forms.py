@@ -342,6 +342,8 @@ def keep(snapshot: Any, spliced: Spliced) -> None:
         os.replace(spliced.path, where / f"{name}.form")
         os.replace(index, where / f"{name}.npz")
         body = where / f"{name}.form"
+        for path in [p for p in _written if Path(p).parent == where]:  # earlier versions'
+            del _written[path]
         _written[str(body)] = _identity(body.stat())
     except OSError as e:
         log.warning("snapshot form of %s not kept: %s", name, e)
