@@ -23,7 +23,9 @@ Setup (not timed as part of any figure) writes the rows set-based: ``COPY`` on P
    /dev/null, alternately ``--export-rounds`` times (medians);
 
 and the rows (and on PostgreSQL the bytes) of the snapshot tables after v1 and after v2:
-v2 adds one block, its rows and one membership row per query. ``--profile`` adds a
+v2 adds one block and its rows (and ends v1's block of that query). Then v3 after another
+regrade with the collection's kept canonical form deleted (read back from the blocks in
+the database), and v4 after a third (spliced from the form v3 kept). ``--profile`` adds a
 cProfile of step 1.
 
     .venv/bin/python bench/freeze_bench.py                           # SQLite, 1M judgments
@@ -93,12 +95,15 @@ def throwaway_database(keep: bool) -> Iterator[str]:
         with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
         os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{name}"))
+        forms = Path(tempfile.mkdtemp(prefix="verity-bench-forms-"))
+        os.environ["VERITY_FORM_DIR"] = str(forms)
         try:
             yield f"PostgreSQL database {name} on {parts.hostname}:{parts.port or 5432}"
         finally:
             from django.db import connections
 
             connections.close_all()
+            shutil.rmtree(forms, ignore_errors=True)
             if keep:
                 print(f"kept database {name}")
             else:
@@ -388,6 +393,8 @@ def export_rounds(rounds: int) -> None:
 
     from django.core.management import call_command
 
+    if not rounds:
+        return
     times: dict[str, list[tuple[float, float]]] = {"trec": [], "jsonl": []}
     for _ in range(rounds):
         for fmt, got in times.items():
@@ -426,10 +433,10 @@ def phase_times() -> Any:
 
 def storage(connection: Any) -> str:
     """Rows (and, on PostgreSQL, bytes) of the snapshot tables."""
-    from judgments.models import SnapshotJudgment, SnapshotMember, SnapshotQuery, SnapshotUnjudged
+    from judgments.models import SnapshotJudgment, SnapshotQuery, SnapshotUnjudged
 
     parts = []
-    for model in (SnapshotQuery, SnapshotMember, SnapshotJudgment, SnapshotUnjudged):
+    for model in (SnapshotQuery, SnapshotJudgment, SnapshotUnjudged):
         table = model._meta.db_table
         size = ""
         if connection.vendor == "postgresql":
@@ -525,14 +532,19 @@ def main() -> None:
             lambda: freeze_snapshot(collection=collection, by=None),
         )
         assert not created and same.pk == v1.pk
-        judgment = Judgment.objects.select_related("query", "item").order_by("pk").first()
-        record_judgment(
-            query=judgment.query,
-            item=judgment.item,
-            grade=(judgment.grade + 1) % 2,  # 0 <-> 1: never touches a relevant judgment
-            reviewer=None,
-            expected_version=judgment.version,
-        )
+        judgments = Judgment.objects.select_related("query", "item").order_by("pk")
+
+        def regrade(n: int) -> None:  # the n-th judgment, 0 <-> 1: never a relevant one
+            judgment = judgments[n]
+            record_judgment(
+                query=judgment.query,
+                item=judgment.item,
+                grade=(judgment.grade + 1) % 2,
+                reviewer=None,
+                expected_version=judgment.version,
+            )
+
+        regrade(0)
         phases = phase_times()
         v2, created = timed(
             "freeze v2 after one regrade (one query rendered, the rest shared)",
@@ -542,6 +554,27 @@ def main() -> None:
         phases.report(time.perf_counter())
         assert created and v2.number == 2 and v2.content_hash != v1.content_hash
         print(f"    storage after v2: {storage(connection)}")
+        from django.conf import settings
+
+        shutil.rmtree(settings.VERITY_FORM_DIR / str(collection.pk))
+        regrade(args.per_query * (args.queries // 2))
+        phases = phase_times()
+        v3, created = timed(
+            "freeze v3 after one regrade, its form file deleted (read from the blocks)",
+            results,
+            lambda: freeze_snapshot(collection=collection, by=None, progress=phases),
+        )
+        phases.report(time.perf_counter())
+        assert created and v3.number == 3
+        regrade(args.per_query * (args.queries - 1))
+        phases = phase_times()
+        v4, created = timed(
+            "freeze v4 after one regrade (the form v3 kept)",
+            results,
+            lambda: freeze_snapshot(collection=collection, by=None, progress=phases),
+        )
+        phases.report(time.perf_counter())
+        assert created and v4.number == 4
 
         def export_jsonl() -> str:
             digest = hashlib.sha256()

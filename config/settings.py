@@ -241,6 +241,9 @@ if VERITY_JOBS_BACKEND == "rq":
 # here. Several worker machines on the database backend share this folder (NFS or the
 # like); on RQ the progress goes to Redis instead.
 VERITY_JOB_DIR = Path(os.environ.get("VERITY_JOB_DIR", VAR_DIR / "jobs"))
+# Each collection's latest canonical form (judgments/services/snapshot_forms.py): a cache
+# that makes the next freeze cost what changed; local to a machine, safe to delete.
+VERITY_FORM_DIR = Path(os.environ.get("VERITY_FORM_DIR", VAR_DIR / "forms"))
 # Progress and heartbeats are written outside the database on purpose: an import runs in
 # one all-or-nothing transaction, and on SQLite (one writer) any other write would wait
 # for it to end. A file per job (or a Redis key) is visible at once, on either database.

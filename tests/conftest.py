@@ -52,6 +52,25 @@ def _why_no_redis() -> str | None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Freezes keep each collection's canonical form as a file (``VERITY_FORM_DIR``): the
+    test run's go to a folder of its own, not to ``var/forms``."""
+    import tempfile
+    from pathlib import Path
+
+    from django.conf import settings
+
+    settings.VERITY_FORM_DIR = Path(tempfile.mkdtemp(prefix="verity-test-forms-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    from django.conf import settings
+
+    shutil.rmtree(settings.VERITY_FORM_DIR, ignore_errors=True)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # A run-time hook rather than a collection-time skip marker so that the decision
     # and its reason sit in one place; tryfirst keeps the database set-up from running

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from ..wording import counted
 from .collections import Collection, LabelingUnit
@@ -116,16 +116,32 @@ class Snapshot(FrozenModel):
         )
 
 
+def held_by(snapshot: Snapshot | int, prefix: str = "") -> Q:
+    """The blocks version ``snapshot`` holds (``prefix`` the path to the block): those of
+    its collection whose run of versions ``[first_number, end_number)`` contains it."""
+    if not isinstance(snapshot, Snapshot):
+        snapshot = Snapshot.objects.only("collection_id", "number").get(pk=snapshot)
+    return Q(
+        **{
+            f"{prefix}collection_id": snapshot.collection_id,
+            f"{prefix}first_number__lte": snapshot.number,
+        }
+    ) & (
+        Q(**{f"{prefix}end_number__isnull": True})
+        | Q(**{f"{prefix}end_number__gt": snapshot.number})
+    )
+
+
 class FrozenRowQuerySet(ImmutableQuerySet):
     def of(self, snapshot: Snapshot | int) -> FrozenRowQuerySet:
         """The rows of version ``snapshot``: those of the query blocks it holds."""
-        return self.filter(block__members__snapshot=snapshot)
+        return self.filter(held_by(snapshot, "block__"))
 
 
 class FrozenBlockQuerySet(ImmutableQuerySet):
     def of(self, snapshot: Snapshot | int) -> FrozenBlockQuerySet:
         """The query blocks version ``snapshot`` holds."""
-        return self.filter(members__snapshot=snapshot)
+        return self.filter(held_by(snapshot))
 
 
 class SnapshotQuery(FrozenModel):
@@ -133,12 +149,17 @@ class SnapshotQuery(FrozenModel):
     rows (judgments, unjudged markers, assessments) frozen with it.
 
     A block is shared: it is written once, by the version that first froze this content
-    of the query (``frozen_in``), and every later version whose content for the query is
-    the same holds it again through a ``SnapshotMember`` row instead of a copy. So a
-    version after one regrade adds one block, not a million rows.
+    of the query (``frozen_in``, number ``first_number``), and every later version whose
+    content for the query is the same holds it too, until the version ``end_number``
+    that replaced it (the query's content changed) or dropped it (the query is gone).
+    ``end_number`` is null while the latest version holds the block. So the versions
+    holding a block are the run ``[first_number, end_number)``, and a version after one
+    regrade writes one block and ends one, whatever the size of the collection.
+    ``end_number`` is the one column ever written after the insert, once, from null
+    (on PostgreSQL a trigger refuses any other change, and every DELETE).
 
     The ``*_lines`` fields hold the block's part of each section of the canonical form
-    (``judgments/snapshots.py``), so the next freeze hashes unchanged queries from these
+    (``judgments/snapshots.py``), so a freeze can hash unchanged queries from these
     bytes without reading their rows; ``query_line`` is null for a block written before
     blocks carried them (0015), which the next freeze renders again from the live labels.
     The ``n_*`` counts are the block's lines per section.
@@ -150,6 +171,11 @@ class SnapshotQuery(FrozenModel):
     query = models.ForeignKey(
         Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
+    collection = models.ForeignKey(
+        Collection, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
+    first_number = models.PositiveIntegerField()
+    end_number = models.PositiveIntegerField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=QueryStatus.choices)
     evidence = models.JSONField(null=True, blank=True)
     n_judgments = models.PositiveIntegerField(default=0)
@@ -169,33 +195,19 @@ class SnapshotQuery(FrozenModel):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["frozen_in", "query"], name="snapshotquery_unique"),
+            # The latest version holds one block per query: the one a freeze ends.
+            models.UniqueConstraint(
+                fields=["query"], condition=Q(end_number__isnull=True), name="snapshotquery_held"
+            ),
+            models.CheckConstraint(
+                condition=Q(end_number__isnull=True) | Q(end_number__gte=F("first_number")),
+                name="snapshotquery_run",
+            ),
         ]
+        indexes = [models.Index(fields=["collection", "first_number"], name="snapshotquery_runs")]
 
     def __str__(self) -> str:
         return f"{self.frozen_in_id}/{self.query_id}: {self.status}"
-
-
-class SnapshotMember(FrozenModel):
-    """Version ``snapshot`` holds ``block``: one row per query per version (the unique
-    constraint on (snapshot, query) keeps it to one block per query)."""
-
-    snapshot = models.ForeignKey(
-        Snapshot, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
-    query = models.ForeignKey(
-        Query, on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
-    )
-    block = models.ForeignKey(
-        SnapshotQuery, on_delete=models.PROTECT, related_name="members", db_constraint=False
-    )
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["snapshot", "query"], name="snapshotmember_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.snapshot_id} holds {self.block_id}"
 
 
 def _ref(model: type[models.Model]) -> models.ForeignKey:

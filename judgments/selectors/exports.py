@@ -31,7 +31,7 @@ from ..models import (
     Query,
     ReviewTask,
     Snapshot,
-    SnapshotMember,
+    SnapshotQuery,
     TaskStatus,
 )
 from .assessments import frozen_assessments, frozen_unresolved
@@ -226,7 +226,7 @@ def snapshot_bundle_of(snapshot: Snapshot) -> Bundle:
     where = Where(f"snapshot v{snapshot.number}")
     bundle = Bundle(collection=_collection_record(collection, snapshot))
     bundle.items = _items(collection)
-    held = SnapshotMember.objects.filter(snapshot=snapshot).values("query_id")
+    held = SnapshotQuery.objects.of(snapshot).values("query_id")
     texts = {
         qid: (text, tags)
         for qid, text, tags in Query.objects.filter(pk__in=held)

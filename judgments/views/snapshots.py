@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from verity_limits import NOTE_MAX
 
-from ..models import Collection, QueryStatus, Role, Snapshot, SnapshotAssessment, SnapshotMember
+from ..models import Collection, QueryStatus, Role, Snapshot, SnapshotAssessment, SnapshotQuery
 from ..selectors import (
     diff_snapshots,
     may,
@@ -38,12 +38,17 @@ def snapshot_list(request: HttpRequest, collection: Collection) -> HttpResponse:
         .order_by("-number")
     )
     by_status: dict[int, dict[str, int]] = {}
-    for row in (
-        SnapshotMember.objects.filter(snapshot__collection=collection)
-        .values("snapshot_id", status=F("block__status"))
+    for row in (  # blocks by run of versions and status: a few rows per version
+        SnapshotQuery.objects.filter(collection=collection)
+        .values("first_number", "end_number", "status")
         .annotate(n=Count("pk"))
     ):
-        by_status.setdefault(row["snapshot_id"], {})[row["status"]] = row["n"]
+        for s in snapshots:
+            if row["first_number"] <= s.number and (
+                row["end_number"] is None or s.number < row["end_number"]
+            ):
+                counts = by_status.setdefault(s.pk, {})
+                counts[row["status"]] = counts.get(row["status"], 0) + row["n"]
     may_export = may_see_assessments(request.user, collection)
     assessors = _assessors_by_version(snapshots) if may_export else {}
     rows = [
@@ -77,15 +82,17 @@ def snapshot_list(request: HttpRequest, collection: Collection) -> HttpResponse:
 def _assessors_by_version(snapshots: list[Snapshot]) -> dict[int, list[str]]:
     """The assessors each version with several assessors per item froze, by name: the
     per-assessor downloads it offers."""
-    overlap = [s.pk for s in snapshots if s.has_overlap]
+    overlap = [s for s in snapshots if s.has_overlap]
     found: dict[int, set[str]] = {}
     if overlap:
-        for snapshot_id, name in (
-            SnapshotAssessment.objects.filter(block__members__snapshot__in=overlap)
-            .values_list("block__members__snapshot", "assessor")
+        for first, end, name in (
+            SnapshotAssessment.objects.filter(block__collection=overlap[0].collection_id)
+            .values_list("block__first_number", "block__end_number", "assessor")
             .distinct()
         ):
-            found.setdefault(snapshot_id, set()).add(name)
+            for s in overlap:
+                if first <= s.number and (end is None or s.number < end):
+                    found.setdefault(s.pk, set()).add(name)
     return {pk: sorted(names) for pk, names in found.items()}
 
 

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from judgments.models import Assessment, Collection, ReviewTask, Snapshot, SnapshotMember
+from judgments.models import Assessment, Collection, ReviewTask, Snapshot, SnapshotQuery
 from judgments.selectors import snapshot_canonical_lines
 from judgments.services import freeze_snapshot
 from judgments.snapshots import content_hash
@@ -89,7 +89,7 @@ def test_a_snapshot_frozen_before_the_migration_has_the_same_hash_after_it():
 
     after = Snapshot.objects.get(pk=snapshot.pk)
     # Its rows now sit in two query blocks (migration 0015), held by v1 alone.
-    assert SnapshotMember.objects.filter(snapshot=after).count() == 2
+    assert SnapshotQuery.objects.of(after).count() == 2
     assert (after.resolution_policy, after.n_assessments) == ("", 0)
     assert b"".join(snapshot_canonical_lines(after)) == CANONICAL.encode()
     assert content_hash(snapshot_canonical_lines(after)) == frozen_hash == after.content_hash

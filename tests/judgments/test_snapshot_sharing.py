@@ -29,7 +29,6 @@ from judgments.models import (
     ReviewTask,
     Snapshot,
     SnapshotJudgment,
-    SnapshotMember,
     SnapshotQuery,
     SnapshotUnjudged,
     TaskStatus,
@@ -38,7 +37,7 @@ from judgments.models import (
 from judgments.selectors import snapshot_canonical_lines
 from judgments.selectors.assessments import live_assessments, unresolved_pairs
 from judgments.selectors.snapshots import rendered_canonical_lines
-from judgments.services import freeze_snapshot, snapshot_blocks
+from judgments.services import freeze_snapshot, snapshot_blocks, snapshot_forms
 from judgments.services.snapshot_blocks import TRIGGERS, triggers_in_place
 from judgments.snapshots import Overlap, canonical_lines, content_hash, render_block
 from tests.factories import make_collection, make_item, make_query, make_user
@@ -99,6 +98,10 @@ def live_form(collection: Collection) -> tuple[str, dict[str, int]]:
     return content_hash(lines), counts
 
 
+def blocks_of(snapshot: Snapshot) -> set[int]:
+    return set(SnapshotQuery.objects.of(snapshot).values_list("pk", flat=True))
+
+
 class Phases(Progress):
     """The names of the phases a freeze reports."""
 
@@ -122,7 +125,10 @@ def freeze_and_check(collection: Collection, progress: Progress | None = None) -
     # The stored bytes, and the rows rendered again, both give the hash.
     for lines in (snapshot_canonical_lines(snapshot), rendered_canonical_lines(snapshot)):
         assert hashlib.sha256(b"".join(lines)).hexdigest() == expected
-    assert SnapshotMember.objects.filter(snapshot=snapshot).count() == snapshot.n_queries
+    assert SnapshotQuery.objects.of(snapshot).count() == snapshot.n_queries
+    # The latest version holds one block per query, and only those.
+    held = SnapshotQuery.objects.filter(collection=collection, end_number__isnull=True)
+    assert sorted(held.values_list("pk", flat=True)) == sorted(blocks_of(snapshot))
     assert not UnfrozenChange.objects.filter(
         query_id__in=Query.objects.filter(collection=collection).values("pk")
     ).exists()
@@ -159,6 +165,7 @@ class Scene:
             "new-query",
             "rename-query",
             "rename-item",
+            "delete-query",
         ]
         if self.overlap:
             kinds += ["assess", "assess", "unassess", "rename-user"]
@@ -197,6 +204,13 @@ class Scene:
             self.queries.append(make_query(c, external_id=self._name("new-")))
         elif kind == "rename-query":
             Query.objects.filter(pk=q.pk).update(external_id=self._name("q-"))
+        elif kind == "delete-query" and len(self.queries) > 1:
+            # Raw SQL: the ORM protects a frozen query, a database does not stop anyone.
+            self.queries.remove(q)
+            with connection.cursor() as cursor:
+                for table in ("judgment", "reviewtask", "assessment", "evidencecondition"):
+                    cursor.execute(f"DELETE FROM judgments_{table} WHERE query_id = %s", [q.pk])
+                cursor.execute("DELETE FROM judgments_query WHERE id = %s", [q.pk])
         elif kind == "rename-item":
             Item.objects.filter(pk=i.pk).update(external_id=self._name("d-"))
         elif kind == "assess":
@@ -218,9 +232,43 @@ class Scene:
         return kind
 
 
+def spoil_forms(rng: random.Random, collection: Collection) -> str:
+    """Do something bad to the collection's kept canonical form (``snapshot_forms``)."""
+    where = snapshot_forms.directory(collection.pk)
+    files = sorted(where.iterdir()) if where.exists() else []
+    body = [f for f in files if f.suffix == ".form"]
+    index = [f for f in files if f.suffix == ".npz"]
+    how = rng.choice(["keep", "delete", "flip-a-byte", "truncate-index", "swap-index"])
+    if how != "keep":  # as another process would find it (this one trusts what it wrote)
+        snapshot_forms._written.clear()
+    if how == "delete":
+        for f in files:
+            f.unlink()
+    elif how == "flip-a-byte" and body and body[-1].stat().st_size:
+        data = bytearray(body[-1].read_bytes())
+        data[rng.randrange(len(data))] ^= 0x01
+        body[-1].write_bytes(bytes(data))
+    elif how == "truncate-index" and index:
+        index[-1].write_bytes(index[-1].read_bytes()[:-20])
+    elif how == "swap-index" and index:  # another version's index under this one's name
+        snapshot_forms.np.savez(
+            index[-1],
+            meta=snapshot_forms.np.frombuffer(b'{"format": 1}', dtype="uint8"),
+            header=snapshot_forms.np.frombuffer(b"", dtype="uint8"),
+            pks=snapshot_forms.np.zeros(0, dtype="int64"),
+            lens=snapshot_forms.np.zeros((0, 6), dtype="int64"),
+            counts=snapshot_forms.np.zeros((0, 5), dtype="int64"),
+        )
+    return how
+
+
+@pytest.mark.parametrize("forms", ["kept", "spoilt"])
 @pytest.mark.parametrize("overlap", [False, True], ids=["one-assessor", "several-assessors"])
 @pytest.mark.parametrize("seed", range(4))
-def test_freezing_only_what_changed_gives_the_hash_of_freezing_everything(db, seed, overlap):
+def test_freezing_only_what_changed_gives_the_hash_of_freezing_everything(
+    db, seed, overlap, forms, settings, tmp_path
+):
+    settings.VERITY_FORM_DIR = tmp_path
     collection = make_collection(slug=f"random-{seed}-{int(overlap)}")
     if overlap:
         Collection.objects.filter(pk=collection.pk).update(assessors_per_item=2)
@@ -229,6 +277,8 @@ def test_freezing_only_what_changed_gives_the_hash_of_freezing_everything(db, se
     for _round in range(8):
         for _ in range(scene.rng.randint(0, 6)):
             scene.step()
+        if forms == "spoilt":
+            spoil_forms(scene.rng, collection)
         versions.append(freeze_and_check(collection))
 
     # Every version still exports exactly what it hashed when it was frozen, whatever
@@ -238,8 +288,93 @@ def test_freezing_only_what_changed_gives_the_hash_of_freezing_everything(db, se
         assert exported == snapshot.content_hash
 
 
+def test_a_freeze_with_the_kept_form_reads_no_block_of_the_database(frozen, monkeypatch, settings):
+    collection, _v1 = frozen
+    judgment = Judgment.objects.filter(query__external_id="q7").first()
+    judgment.grade = (judgment.grade + 1) % 4
+    judgment.save()
+    Query.objects.filter(collection=collection, external_id="q8").update(external_id="q10")
+    query = make_query(collection, external_id="q05")
+    Judgment.objects.create(query=query, item=judgment.item, grade=3)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read every block of the latest version")
+
+    monkeypatch.setattr("judgments.services.snapshots.held_blocks", refuse)
+    v2 = freeze_and_check(collection)
+
+    assert (v2.number, v2.n_queries) == (2, 11)
+    assert sorted(
+        SnapshotQuery.objects.filter(frozen_in=v2).values_list("query__external_id", flat=True)
+    ) == ["q05", "q10", "q7"]
+    # The next one splices v2's form, kept under v2's name.
+    Judgment.objects.filter(query__external_id="q1").update(grade=0)
+    assert freeze_and_check(collection).number == 3
+
+
+@pytest.mark.parametrize("spoil", ["flip-a-byte", "delete", "truncate-index", "swap-index"])
+def test_a_spoilt_form_is_not_trusted(frozen, settings, spoil, monkeypatch):
+    collection, v1 = frozen
+    rng = random.Random(3)
+    while spoil_forms(rng, collection) != spoil:  # the same spoiling, drawn until it comes
+        v1 = freeze_and_check(collection)  # nothing changed: v1 again, its form kept
+    judgment = Judgment.objects.filter(query__external_id="q2").first()
+    judgment.grade = (judgment.grade + 1) % 4
+    judgment.save()
+    read = []
+    monkeypatch.setattr(
+        "judgments.services.snapshots.held_blocks",
+        lambda s: read.append(s) or snapshot_blocks.held_blocks(s),
+    )
+
+    v2 = freeze_and_check(collection)  # the right hash all the same ...
+
+    assert v2.number == 2
+    assert read == [v1]  # ... from the database
+
+
+def test_a_form_replaced_since_this_process_wrote_it_is_hashed_again(frozen, monkeypatch):
+    collection, v1 = frozen
+    (body,) = snapshot_forms.directory(collection.pk).glob("*.form")
+    data = bytearray(body.read_bytes())
+    data[len(data) // 2] ^= 0x01  # same size, same name, another file
+    spoilt = body.with_suffix(".spoilt")
+    spoilt.write_bytes(bytes(data))
+    spoilt.replace(body)
+    judgment = Judgment.objects.filter(query__external_id="q0").first()
+    judgment.grade = (judgment.grade + 1) % 4
+    judgment.save()
+    read = []
+    monkeypatch.setattr(
+        "judgments.services.snapshots.held_blocks",
+        lambda s: read.append(s) or snapshot_blocks.held_blocks(s),
+    )
+
+    freeze_and_check(collection)
+
+    assert read == [v1]
+
+
+def test_a_form_of_another_database_with_the_same_name_is_not_trusted(frozen, settings):
+    """Same collection pk, number and content but other query pks (a test database made
+    again, a restored dump): the pks of the changed queries are not where its index says."""
+    collection, _v1 = frozen
+    where = snapshot_forms.directory(collection.pk)
+    (index,) = where.glob("*.npz")
+    with snapshot_forms.np.load(index) as stored:
+        arrays = dict(stored)
+    arrays["pks"] = arrays["pks"] + 1000
+    snapshot_forms.np.savez(index, **arrays)
+    judgment = Judgment.objects.filter(query__external_id="q6").first()
+    judgment.grade = (judgment.grade + 1) % 4
+    judgment.save()
+
+    freeze_and_check(collection)
+
+
 @pytest.fixture
-def frozen(db) -> tuple[Collection, Snapshot]:
+def frozen(db, settings, tmp_path) -> tuple[Collection, Snapshot]:
+    settings.VERITY_FORM_DIR = tmp_path
     collection = make_collection(slug="shared")
     items = [make_item(collection, external_id=f"d{n}") for n in range(20)]
     for n in range(10):
@@ -270,9 +405,11 @@ def test_a_version_after_one_regrade_adds_one_block_and_shares_the_rest(frozen):
     assert SnapshotUnjudged.objects.filter(block__frozen_in=v2).count() == 1
     assert SnapshotJudgment.objects.count() == 80 + 8
     # v2 holds v1's other nine blocks, v1 still holds all ten of its own.
-    held = set(SnapshotMember.objects.filter(snapshot=v2).values_list("block_id", flat=True))
-    v1_blocks = set(SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True))
+    held, v1_blocks = blocks_of(v2), blocks_of(v1)
     assert len(held & v1_blocks) == 9 and len(v1_blocks) == 10
+    # Its run ended at v2; the rest go on.
+    ended = SnapshotQuery.objects.filter(collection=collection, end_number=2)
+    assert list(ended.values_list("query__external_id", "first_number")) == [("q3", 1)]
     assert SnapshotJudgment.objects.of(v1).count() == SnapshotJudgment.objects.of(v2).count() == 80
 
 
@@ -391,9 +528,7 @@ def test_a_new_scale_name_makes_a_version_of_shared_blocks_only(frozen):
 
     assert v2.content_hash != v1.content_hash
     assert not SnapshotQuery.objects.filter(frozen_in=v2).exists()
-    assert set(
-        SnapshotMember.objects.filter(snapshot=v2).values_list("block_id", flat=True)
-    ) == set(SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True))
+    assert blocks_of(v2) == blocks_of(v1)
 
 
 def test_the_blocks_a_version_holds_are_its_own(frozen):
@@ -403,12 +538,17 @@ def test_the_blocks_a_version_holds_are_its_own(frozen):
     judgment.save()
     v2 = freeze_and_check(collection)
 
-    held = snapshot_blocks.held_blocks(v1.pk)
+    held = snapshot_blocks.held_blocks(v1)
 
-    assert {b.pk for b in held.values()} == set(
-        SnapshotMember.objects.filter(snapshot=v1).values_list("block_id", flat=True)
+    live = Query.objects.filter(collection=collection).values_list("pk", flat=True)
+    assert set(held) == set(live)
+    v1_block = SnapshotQuery.objects.get(frozen_in=v1, query=judgment.query_id)
+    assert held[judgment.query_id].lines.judgment_lines == bytes(v1_block.judgment_lines)
+    assert blocks_of(v1) - blocks_of(v2) == set(
+        SnapshotQuery.objects.filter(frozen_in=v1, query=judgment.query_id).values_list(
+            "pk", flat=True
+        )
     )
-    assert not SnapshotQuery.objects.filter(frozen_in=v2, pk__in=[b.pk for b in held.values()])
 
 
 def test_a_block_is_the_querys_part_of_every_section_whatever_the_input_order():

@@ -28,7 +28,6 @@ from judgments.models import (
     QueryStatus,
     Snapshot,
     SnapshotJudgment,
-    SnapshotMember,
     SnapshotQuery,
     SnapshotUnjudged,
 )
@@ -546,17 +545,13 @@ RAW_EDITS = {
     ),
     "judgments_snapshotjudgment": (
         SnapshotJudgment,
-        "UPDATE {table} SET grade = 0 WHERE block_id IN (SELECT block_id FROM "
-        "judgments_snapshotmember WHERE snapshot_id = %s)",
-    ),
-    "judgments_snapshotmember": (
-        SnapshotMember,
-        "UPDATE {table} SET block_id = block_id WHERE snapshot_id = %s",
+        "UPDATE {table} SET grade = 0 WHERE block_id IN (SELECT id FROM "
+        "judgments_snapshotquery WHERE frozen_in_id = %s)",
     ),
     "judgments_snapshotunjudged": (  # a no-op update is refused as well
         SnapshotUnjudged,
-        "UPDATE {table} SET item_id = item_id WHERE block_id IN (SELECT block_id FROM "
-        "judgments_snapshotmember WHERE snapshot_id = %s)",
+        "UPDATE {table} SET item_id = item_id WHERE block_id IN (SELECT id FROM "
+        "judgments_snapshotquery WHERE frozen_in_id = %s)",
     ),
 }
 
@@ -585,9 +580,41 @@ def test_postgresql_refuses_raw_sql_changes_to_frozen_rows(v1, table, statement)
     assert b"".join(snapshot_canonical_lines(v1)) == canonical_text().encode("utf-8")
 
 
+BLOCK_EDITS = [  # (an UPDATE, whether the blocks ended at v2 first)
+    pytest.param("SET end_number = 2, status = 'unreviewed'", False, id="end-and-another-column"),
+    pytest.param("SET first_number = 2", False, id="another-column"),
+    pytest.param("SET end_number = NULL", True, id="end-to-null"),
+    pytest.param("SET end_number = 3", True, id="end-again"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("edit", "ended"), BLOCK_EDITS)
+def test_postgresql_lets_a_block_end_once_and_nothing_else(v1, edit, ended):
+    """A freeze sets ``end_number`` on the blocks a version replaces, once, from null:
+    the one UPDATE the trigger lets through (every other change is refused)."""
+    table = SnapshotQuery._meta.db_table
+    before = list(SnapshotQuery.objects.order_by("pk").values())
+    with connection.cursor() as cursor:
+        if ended:
+            cursor.execute(f"UPDATE {table} SET end_number = 2 WHERE frozen_in_id = %s", [v1.pk])
+        with (
+            pytest.raises(IntegrityError, match=f"rows of {table} are immutable"),
+            transaction.atomic(),
+        ):
+            cursor.execute(f"UPDATE {table} {edit} WHERE frozen_in_id = %s", [v1.pk])
+    after = list(SnapshotQuery.objects.order_by("pk").values())
+    assert after == [{**row, "end_number": 2 if ended else None} for row in before]
+
+
+def _frozen_columns(model):
+    """Every column but a block's ``end_number`` (set once, when a version replaces it)."""
+    return [f.attname for f in model._meta.concrete_fields if f.name != "end_number"]
+
+
 def test_later_edits_never_change_an_old_snapshot(tiny, v1, run_command):
     rows = {
-        model: sorted(model.objects.of(v1).values_list(named=False))
+        model: sorted(model.objects.of(v1).values_list(*_frozen_columns(model)))
         for model in (SnapshotQuery, SnapshotJudgment, SnapshotUnjudged)
     }
     exports = {args: export(run_command, "--snapshot", "1", *args) for args in EXPORT_ARGS}
@@ -618,7 +645,13 @@ def test_later_edits_never_change_an_old_snapshot(tiny, v1, run_command):
         1,
     )
     for model, before in rows.items():
-        assert sorted(model.objects.of(v1).values_list(named=False)) == before
+        assert sorted(model.objects.of(v1).values_list(*_frozen_columns(model))) == before
+    # Every query changed since: v1's blocks all ended at v2.
+    assert sorted(SnapshotQuery.objects.of(v1).values_list("query__external_id", "end_number")) == [
+        ("q-measles", 2),
+        ("q-vaccines", 2),
+        ("q-zinc", 2),
+    ]
     for args, before in exports.items():
         assert export(run_command, "--snapshot", "1", *args) == before
     assert exports[()] == TREC_V1
