@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 
@@ -23,7 +24,6 @@ from ..models import (
     UnfrozenChange,
 )
 from ..snapshots import header_lines, resolution_of
-from . import snapshot_forms
 from ._common import User
 from .errors import VerityError
 from .snapshot_blocks import (
@@ -36,7 +36,12 @@ from .snapshot_blocks import (
     triggers_in_place,
     write_blocks,
 )
-from .snapshot_forms import Form, Spliced
+
+if TYPE_CHECKING:
+    from .snapshot_forms import Spliced
+
+# snapshot_forms (numpy) is imported by the freeze itself: this module loads at every
+# process's start-up (the admin), numpy does not (tests/test_startup.py).
 
 
 def model_labels_for(collection: Collection) -> list[ModelLabel]:
@@ -92,6 +97,8 @@ def _plan(
     """Render what changed and splice it into the latest version's form: read from its
     file (``cached``; None when that form turns out not to match the database) or from
     the blocks it holds in the database."""
+    from . import snapshot_forms
+
     progress.phase(
         "reading the latest version's form"
         if cached
@@ -104,7 +111,7 @@ def _plan(
     holding: set[int] | None = None  # the queries the latest version holds blocks of
     if form is None:
         held = held_blocks(latest) if latest is not None else {}
-        form = Form.of_blocks(header, held.values())
+        form = snapshot_forms.Form.of_blocks(header, held.values())
         holding = (
             set(SnapshotQuery.objects.of(latest).values_list("query_id", flat=True))
             if latest is not None
@@ -149,7 +156,9 @@ def _plan(
         progress.phase("hashing", n_hashed)
         if cached and not drop and not fresh and form.header == header:
             # Nothing changed: the latest version's hash, once its form is checked.
-            spliced = Spliced(latest.content_hash, header, form.pks, form.lens, form.counts, None)
+            spliced = snapshot_forms.Spliced(
+                latest.content_hash, header, form.pks, form.lens, form.counts, None
+            )
         else:
             spliced = snapshot_forms.splice(
                 form, header, drop, fresh, snapshot_forms.directory(collection.pk)
@@ -257,6 +266,8 @@ def freeze_snapshot(
             f"snapshot copy counted {copied} rows and ended {ended} blocks, rendered "
             f"{expected} and expected {plan.n_ended}; nothing saved"
         )
+    from . import snapshot_forms
+
     snapshot_forms.keep(snapshot, plan.form)
     record(
         "snapshot.freeze",
