@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import operator
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -58,16 +59,26 @@ def resume_gc() -> None:
     _paused = False
     gc.set_threshold(*DEFAULT_THRESHOLD)
     gc.freeze()
+    if _first_collection in gc.callbacks:
+        gc.callbacks.remove(_first_collection)
 
 
 def _first_collection(phase: str, info: dict[str, Any]) -> None:
-    """A collection while paused: start-up ended without resume_gc (a shell, say). The
-    callback stays registered (removing it while the collector calls it would skip the
-    next one) and does nothing once the pause is over."""
+    """A collection while paused: start-up ended without resume_gc (a shell, say).
+
+    A Python callback must not outlive the pause: a signal handler that raises (the
+    worker's second SIGTERM raises SystemExit to stop the job) runs at the next bytecode,
+    and an exception raised inside a gc callback is printed and ignored, so the job went
+    on (tests/jobs/test_signals.py caught it). Removing the callback while the collector
+    calls it would skip the next one in the list, so it is replaced in place by a C
+    function that takes the same arguments and runs no bytecode."""
     global _paused
     if phase == "stop" and _paused:
         _paused = False
         gc.set_threshold(*DEFAULT_THRESHOLD)
+        callbacks = gc.callbacks
+        if _first_collection in callbacks:
+            callbacks[callbacks.index(_first_collection)] = operator.is_
 
 
 # What a library imports only to learn whether it is installed, and Verity does not use

@@ -10,8 +10,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from .services import QueueUnavailable
-
 #: Seconds a client should wait before trying again.
 RETRY_AFTER = 30
 
@@ -24,6 +22,9 @@ class QueueUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        # Imported here: the system checks import every middleware class at start-up.
+        from .services import QueueUnavailable
+
         if not isinstance(exc, QueueUnavailable):
             return None
         job = exc.job

@@ -11,6 +11,21 @@ def _record_decision(judgment: Any, user: Any, posted: Any) -> None:
     record_decision(judgment, user, posted)
 
 
+class _JudgeLabels:
+    """``judges.services.JudgeLabels``, imported when a freeze or a policy first asks:
+    the judge services (and their HTTP client) are no part of start-up (issue 29)."""
+
+    def names(self, collection: Any) -> list[str]:
+        from .services import JudgeLabels
+
+        return JudgeLabels().names(collection)
+
+    def labels(self, collection: Any, judge: str) -> Any:
+        from .services import JudgeLabels
+
+        return JudgeLabels().labels(collection, judge)
+
+
 class JudgesConfig(AppConfig):
     name = "judges"
     verbose_name = "Model judges"
@@ -22,7 +37,5 @@ class JudgesConfig(AppConfig):
         # record what the reviewer did with a shown proposal.
         from judgments.extensions import register_grade_listener, register_label_source
 
-        from .services import JudgeLabels
-
-        register_label_source(JudgeLabels())
+        register_label_source(_JudgeLabels())
         register_grade_listener(_record_decision)

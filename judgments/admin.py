@@ -28,16 +28,11 @@ from .models import (
     Snapshot,
     TaskSource,
 )
-from .services.collections import (
-    COLLECTION_SETTINGS,
-    RESERVED_SLUGS,
-    create_collection,
-    update_collection_settings,
-    validate_scale,
-)
-from .services.errors import InvariantError
-from .services.search_index import index_items
-from .services.tokens import revoke_api_token
+
+# The services are imported where the admin uses them, not here: every process (each
+# management command, each worker) loads this module at start-up through the admin's
+# autodiscovery, and judgments.services is the largest part of the app
+# (bench/startup_bench.py; issue 29).
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -58,6 +53,9 @@ class CollectionAdminForm(forms.ModelForm):
     model and its fields.)"""
 
     def clean(self) -> dict[str, Any]:
+        from .services.collections import RESERVED_SLUGS, validate_scale
+        from .services.errors import InvariantError
+
         data = super().clean()
         if "scale" in self.fields and "scale" not in self.errors:
             try:
@@ -128,6 +126,12 @@ class CollectionAdmin(admin.ModelAdmin):
         }
 
     def save_model(self, request: Any, obj: Collection, form: Any, change: bool) -> None:
+        from .services.collections import (
+            COLLECTION_SETTINGS,
+            create_collection,
+            update_collection_settings,
+        )
+
         data = form.cleaned_data
         if not change:
             created = create_collection(
@@ -174,6 +178,8 @@ class ItemAdmin(admin.ModelAdmin):
     readonly_fields = ["collection", "external_id", "created_at"]
 
     def save_model(self, request: Any, obj: Item, form: Any, change: bool) -> None:
+        from .services.search_index import index_items
+
         with transaction.atomic():
             super().save_model(request, obj, form, change)
             index_items([obj])  # the search index follows the text (SQLite; no-op on PG)
@@ -299,6 +305,8 @@ class ApiTokenAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: Any, queryset: Any) -> None:
+        from .services.tokens import revoke_api_token
+
         revoked = sum(
             revoke_api_token(token=token, by=request.user, request=request)
             for token in queryset.select_related("user", "collection")

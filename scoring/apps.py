@@ -12,6 +12,25 @@ def _runs_under_qrels(collection: Any, qrels_sets: Any) -> dict[str, Any]:
     return runs_under_qrels(collection, qrels_sets)
 
 
+class _BundleRuns:
+    """``scoring.bundles.BundleRunsSource``, imported when a bundle is first read or
+    written: it brings the run services, which no start-up needs (issue 29)."""
+
+    def _source(self) -> Any:
+        from .bundles import BundleRunsSource
+
+        return BundleRunsSource()
+
+    def records(self, collection: Any) -> tuple[list[Any], list[Any]]:
+        return self._source().records(collection)  # type: ignore[no-any-return]
+
+    def check(self, collection: Any, runs: list[Any], rankings: list[Any]) -> list[Any]:
+        return self._source().check(collection, runs, rankings)  # type: ignore[no-any-return]
+
+    def write(self, collection: Any, runs: list[Any], rankings: list[Any], by: Any) -> int:
+        return self._source().write(collection, runs, rankings, by)  # type: ignore[no-any-return]
+
+
 class ScoringConfig(AppConfig):
     name = "scoring"
     verbose_name = "Scoring"
@@ -24,11 +43,9 @@ class ScoringConfig(AppConfig):
             register_run_names,
         )
 
-        from .bundles import BundleRunsSource
-
         register_qrels_scorer(_runs_under_qrels)
         register_run_names(_run_names)
-        register_bundle_runs(BundleRunsSource())
+        register_bundle_runs(_BundleRuns())
 
 
 def _run_names(collection_id: int) -> set[str]:

@@ -131,6 +131,35 @@ def test_the_probe_sees_a_heavy_import() -> None:
         assert _heavy_after(SETUP + "import jinja2\n") == ["jinja2"]
 
 
+# The services and selectors (with the formats, the HTTP client of model judges and the
+# run readers they bring: over half of the project's own modules) are imported by what
+# uses them, not by a command's start-up: the admin, the apps' hooks, the template tags,
+# the middleware and the error handlers import them when they are called.
+SERVICES = (
+    "judgments.services",
+    "judgments.selectors",
+    "judgments.formats",
+    "scoring.services",
+    "scoring.bundles",
+    "judges.services",
+    "judges.selectors",
+    "jobs.services",
+    "jobs.selectors",
+)
+
+
+@pytest.mark.parametrize(
+    "code", [SETUP, SETUP + URLS, SETUP + CHECK], ids=["setup", "urls", "check"]
+)
+def test_start_up_imports_no_service_module(code: str) -> None:
+    report = f"print('LOADED:' + ','.join(m for m in {SERVICES!r} if m in sys.modules))\n"
+    (line,) = (x for x in _run(code + report).splitlines() if x.startswith("LOADED:"))
+    assert line == "LOADED:"
+    # and the probe sees them when they are used
+    used = _run(SETUP + "import judgments.admin, judgments.services\n" + report)
+    assert "LOADED:judgments.services,judgments.selectors,judgments.formats" in used
+
+
 def _run(code: str) -> str:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
@@ -159,15 +188,17 @@ def test_start_up_runs_without_collections_and_ends_with_them_back() -> None:
         "    print('AT-READY', gc.get_threshold()[0], len(seen))\n"
         "django.setup = spy\n"
         "atexit.register(lambda: print('AT-EXIT', gc.get_threshold()[0], gc.get_freeze_count() > 0"
-        ", len(seen)))\n"
+        ", len(seen), len(gc.callbacks)))\n"
         "sys.argv = ['manage.py', 'check']\n"
         "exec(compile(open('manage.py').read(), 'manage.py', 'exec'))\n"
     )
     lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith("AT-"))
     # Settings, apps and models loaded: no collection yet.
     assert lines["AT-READY"] == "1000000 0"
-    threshold, frozen, _ = lines["AT-EXIT"].split()
+    threshold, frozen, _, callbacks = lines["AT-EXIT"].split()
     assert (threshold, frozen) == ("700", "True")
+    # Only the spy is left: start-up's own callback is gone (config/startup.py says why).
+    assert callbacks == "1"
 
 
 def test_a_process_that_never_ends_start_up_gets_its_collector_back() -> None:
@@ -181,8 +212,11 @@ def test_a_process_that_never_ends_start_up_gets_its_collector_back() -> None:
         "print('PAUSED', gc.get_threshold()[0])\n"
         "keep = [[] for _ in range(5000)]\n"
         "print('AFTER', gc.get_threshold()[0])\n"
+        "print('LEFT', [getattr(f, '__module__', None) for f in gc.callbacks])\n"
     )
-    assert out.split() == ["PAUSED", "1000", "AFTER", "700"]
+    # The callback replaced itself by a C function: no Python code of start-up is left
+    # in the collector, where a signal handler's exception would be swallowed.
+    assert out.split() == ["PAUSED", "1000", "AFTER", "700", "LEFT", "['_operator']"]
 
 
 def test_optional_modules_are_hidden_from_their_probes_only() -> None:

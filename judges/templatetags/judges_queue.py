@@ -8,13 +8,14 @@ from typing import Any
 
 from django import template
 
-from ..selectors import ACCEPTED_MARK, proposal_for_review
-
 register = template.Library()
 
 
 @register.inclusion_tag("judges/_queue_proposal.html", takes_context=True)
 def queue_proposal(context: Any) -> dict[str, Any]:
+    # Imported here: template libraries load at every start-up (bench/startup_bench.py).
+    from ..selectors import ACCEPTED_MARK, proposal_for_review
+
     task, collection = context.get("task"), context.get("collection")
     proposal = None
     if task is not None and collection is not None:

@@ -27,7 +27,6 @@ from rest_framework.permissions import SAFE_METHODS
 
 from audit.services import client_address
 from judgments.models import ApiToken, TokenScope, hash_key, scope_allows
-from judgments.selectors import api_token_by_hash
 
 LAST_USED_EVERY = timedelta(minutes=1)
 HOW_TO_GET_ONE = (
@@ -59,6 +58,10 @@ class TokenOrBearerAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"Invalid token: a key is ASCII ('vt_…'); {HOW_TO_GET_ONE}."
             ) from None
+        # Imported here: DRF resolves its authentication classes when any APIView loads,
+        # as the error handlers do at every start-up (bench/startup_bench.py).
+        from judgments.selectors import api_token_by_hash
+
         token = api_token_by_hash(hash_key(key))
         if token is None:
             raise exceptions.AuthenticationFailed(

@@ -35,9 +35,7 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
-from judgments.services import VerityError
 from verity_limits import NOTE_MAX
 
 log = logging.getLogger(__name__)
@@ -117,7 +115,10 @@ def summary(errors: list[dict[str, Any]]) -> str:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     # A refused file (scoring's RunImportError) is turned into a 400 by its view; any
-    # other refused change is the stored data saying no.
+    # other refused change is the stored data saying no. (Imported here: this module is
+    # the project's error handlers, which every start-up's URL check imports.)
+    from judgments.services import VerityError
+
     if isinstance(exc, VerityError):
         exc = ApiError(409, str(exc))
     elif isinstance(exc, RequestDataTooBig):
@@ -139,6 +140,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = exceptions.NotAuthenticated(NOT_AUTHENTICATED)
         if header:
             exc.auth_header = header
+
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

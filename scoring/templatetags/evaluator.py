@@ -12,7 +12,6 @@ from typing import Any
 
 from django import template
 
-from jobs.selectors import jobs_visible_to
 from judgments.models import Collection, Role, Snapshot, role_allows
 
 from ..models import Evaluation, Run
@@ -22,6 +21,8 @@ register = template.Library()
 
 @register.inclusion_tag("scoring/_evaluator_panel_body.html", takes_context=True)
 def evaluator_panel(context: Any, collection: Collection) -> dict[str, Any]:
+    from jobs.selectors import jobs_visible_to  # here: template libraries load at start-up
+
     request = context["request"]
     role = getattr(request, "collection_role", None)
     if not role_allows(role, Role.EVALUATOR):
