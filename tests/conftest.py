@@ -68,6 +68,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     from django.conf import settings
 
+    from judgments.services import snapshot_forms
+
+    snapshot_forms.settle()  # (forms are kept on a second thread)
     shutil.rmtree(settings.VERITY_FORM_DIR, ignore_errors=True)
 
 

@@ -6,7 +6,10 @@ The form after its header is, for each section, each query's part of it in QID o
 order, its pk, the length of its part of each section and its block's counts. A freeze
 *splices* it: the runs of unchanged queries are hashed (and written to the next form's
 file) straight from the old body, the changed queries' blocks go in at their QID, the
-blocks of changed and deleted queries go out.
+blocks of changed and deleted queries go out. The next form's file is written on a second
+thread, and named once written (``keep``): the freeze returns with the hash without
+waiting for it, a later ``load`` in this process waits for it (``settle``), and another
+process that does not find it yet reads the database instead.
 
 The files live in ``settings.VERITY_FORM_DIR/<collection pk>/``, one body and one index
 per version, named by the version's pk, creation time and content hash; only the latest
@@ -53,6 +56,8 @@ log = logging.getLogger(__name__)
 # ctime_ns) by path. Such a form, unchanged since, is not hashed again when read back;
 # any other (another process's, or touched since) is.
 _written: dict[str, tuple[int, ...]] = {}
+_pending: list[threading.Thread] = []  # ``keep``s still waiting for a body to be written
+_lock = threading.Lock()
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -141,7 +146,8 @@ class Form:
 
 @dataclass
 class Spliced:
-    """The next form, hashed and written: its digest, index and (unnamed yet) body file."""
+    """The next form, hashed: its digest, index and (unnamed yet) body file, which a
+    second thread may still be writing (``written``)."""
 
     digest: str
     header: bytes
@@ -149,14 +155,28 @@ class Spliced:
     lens: np.ndarray
     counts: np.ndarray
     path: Path | None
+    writer: threading.Thread | None = field(default=None, repr=False)
+    failed: list[OSError] = field(default_factory=list, repr=False)
 
     def totals(self) -> dict[str, int]:
         return dict(zip(COUNTS, (int(x) for x in self.counts.sum(axis=0)), strict=True))
 
-    def discard(self) -> None:
-        if self.path is not None:
+    def written(self) -> bool:
+        """Wait for the body file; False (and no file) if it could not be written."""
+        if self.writer is not None:
+            self.writer.join()
+            self.writer = None
+        if self.failed and self.path is not None:  # the form is a cache: no harm done
+            log.warning("snapshot form not written to %s: %s", self.path.parent, self.failed[0])
             with contextlib.suppress(OSError):
                 self.path.unlink()
+            self.path = None
+        return self.path is not None
+
+    def discard(self) -> None:
+        if self.written():
+            with contextlib.suppress(OSError):
+                self.path.unlink()  # type: ignore[union-attr]
 
 
 def splice(
@@ -203,35 +223,34 @@ def splice(
                 part = seg.lines.sections()[s]
             if len(part):
                 parts.append(part)
-    path: Path | None = directory / f"tmp-{uuid.uuid4().hex}.form"
+    path = directory / f"tmp-{uuid.uuid4().hex}.form"
     failed: list[OSError] = []
 
-    def write() -> None:  # on a second thread: file writes and hashlib release the GIL
+    def write(parts: list[Any]) -> None:  # a second thread: writes and hashlib free the GIL
         try:
-            with open(path, "wb", buffering=0) as out:  # type: ignore[arg-type]
+            with open(path, "wb", buffering=0) as out:
                 for part in parts:
                     _write(out, part)
         except OSError as e:
             failed.append(e)
+        finally:
+            parts.clear()  # (the views keep the old form's map open)
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         failed.append(e)
-    writer = threading.Thread(target=write, name="verity-form-write", daemon=True)
-    if not failed:
+    # Not a daemon: a process that ends while it writes waits for it. The freeze does
+    # not (``keep``): a first write into memory the machine never used before can take
+    # several times as long as the hash.
+    writer = None if failed else threading.Thread(target=write, args=(list(parts),))
+    if writer is not None:
+        writer.name = "verity-form-write"
         writer.start()
     digest = hashlib.sha256(header)
     for part in parts:
         digest.update(part)
-    if writer.ident is not None:
-        writer.join()
     parts.clear()
-    if failed:  # the form is a cache: the freeze goes on without it
-        log.warning("snapshot form not written to %s: %s", directory, failed[0])
-        with contextlib.suppress(OSError):
-            path.unlink()  # type: ignore[union-attr]
-        path = None
     pks, lens_new, counts = [], [], []
     for seg in segments:
         if isinstance(seg, tuple):
@@ -250,6 +269,8 @@ def splice(
         lens=np.concatenate(lens_new) if lens_new else np.zeros((0, _S), dtype=np.int64),
         counts=np.concatenate(counts) if counts else np.zeros((0, len(COUNTS)), dtype=np.int64),
         path=path,
+        writer=writer,
+        failed=failed,
     )
 
 
@@ -284,6 +305,7 @@ def _name(snapshot: Any) -> str:
 def load(snapshot: Any) -> Form | None:
     """The form of ``snapshot`` (the latest version) if its files are there and match
     it, its hash being checked on a second thread (``Form.verified``); else None."""
+    settle()
     where = directory(snapshot.collection_id)
     name = _name(snapshot)
     try:
@@ -316,41 +338,56 @@ def load(snapshot: Any) -> Form | None:
         log.warning("snapshot form %s/%s does not match its version; not used", where, name)
         form.close()
         return None
-    if _written.get(str(where / f"{name}.form")) != _identity(st):
+    with _lock:
+        known = _written.get(str(where / f"{name}.form"))
+    if known != _identity(st):
         form.verify(snapshot.content_hash)
     return form
 
 
 def keep(snapshot: Any, spliced: Spliced) -> None:
-    """Name ``spliced`` as the form of ``snapshot`` (just created) and, once the freeze
-    commits, remove the collection's forms of earlier versions and any left an hour ago
-    by a freeze that did not commit."""
+    """Name ``spliced`` as the form of ``snapshot`` (just created) once its body is
+    written, on a second thread if it is still being written (``settle`` waits for it),
+    and, once the freeze commits, remove the collection's forms of earlier versions and
+    any left an hour ago by a freeze that did not commit."""
     if spliced.path is None:
         return
     where = directory(snapshot.collection_id)
     name = _name(snapshot)
-    index = where / f"tmp-{uuid.uuid4().hex}.npz"
-    try:
-        np.savez(
-            index,
-            meta=np.frombuffer(json.dumps({"format": FORMAT}).encode(), dtype=np.uint8),
-            header=np.frombuffer(spliced.header, dtype=np.uint8),
-            pks=spliced.pks,
-            lens=spliced.lens,
-            counts=spliced.counts,
-        )
-        os.replace(spliced.path, where / f"{name}.form")
-        os.replace(index, where / f"{name}.npz")
-        body = where / f"{name}.form"
-        for path in [p for p in _written if Path(p).parent == where]:  # earlier versions'
-            del _written[path]
-        _written[str(body)] = _identity(body.stat())
-    except OSError as e:
-        log.warning("snapshot form of %s not kept: %s", name, e)
-        spliced.discard()
-        with contextlib.suppress(OSError):
-            index.unlink()
-        return
+
+    def name_it() -> None:
+        if not spliced.written():
+            return
+        index = where / f"tmp-{uuid.uuid4().hex}.npz"
+        try:
+            np.savez(
+                index,
+                meta=np.frombuffer(json.dumps({"format": FORMAT}).encode(), dtype=np.uint8),
+                header=np.frombuffer(spliced.header, dtype=np.uint8),
+                pks=spliced.pks,
+                lens=spliced.lens,
+                counts=spliced.counts,
+            )
+            body = where / f"{name}.form"
+            os.replace(spliced.path, body)  # type: ignore[arg-type]
+            os.replace(index, where / f"{name}.npz")
+            with _lock:
+                for path in [p for p in _written if Path(p).parent == where]:  # earlier ones'
+                    del _written[path]
+                _written[str(body)] = _identity(body.stat())
+        except OSError as e:
+            log.warning("snapshot form of %s not kept: %s", name, e)
+            spliced.discard()
+            with contextlib.suppress(OSError):
+                index.unlink()
+
+    if spliced.writer is None:
+        name_it()
+    else:
+        thread = threading.Thread(target=name_it, name="verity-form-keep")
+        with _lock:
+            _pending.append(thread)
+        thread.start()
     number = snapshot.number
 
     def tidy() -> None:
@@ -358,11 +395,21 @@ def keep(snapshot: Any, spliced: Spliced) -> None:
         for path in where.iterdir():
             version = path.name.split("-", 1)[0]
             old = version.startswith("v") and version[1:].isdigit() and int(version[1:]) < number
-            if old or (path.name.startswith("tmp-") and path.stat().st_mtime < now - 3600):
-                with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # (a file being named meanwhile is gone)
+                if old or (path.name.startswith("tmp-") and path.stat().st_mtime < now - 3600):
                     path.unlink()
 
     transaction.on_commit(tidy)
+
+
+def settle() -> None:
+    """Wait until the forms this process is writing are kept (or given up)."""
+    with _lock:
+        pending = list(_pending)
+    for thread in pending:
+        thread.join()
+    with _lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
 
 
 def block_sections(form: Form, starts: np.ndarray, i: int) -> tuple[bytes, ...]:
@@ -370,4 +417,4 @@ def block_sections(form: Form, starts: np.ndarray, i: int) -> tuple[bytes, ...]:
     return tuple(bytes(form.body[starts[i, s] : starts[i, s] + form.lens[i, s]]) for s in range(_S))
 
 
-__all__ = ["Form", "QueryBlock", "Spliced", "block_sections", "keep", "load", "splice"]
+__all__ = ["Form", "QueryBlock", "Spliced", "block_sections", "keep", "load", "settle", "splice"]

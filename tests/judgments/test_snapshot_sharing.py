@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -234,6 +235,7 @@ class Scene:
 
 def spoil_forms(rng: random.Random, collection: Collection) -> str:
     """Do something bad to the collection's kept canonical form (``snapshot_forms``)."""
+    snapshot_forms.settle()  # (kept on a second thread)
     where = snapshot_forms.directory(collection.pk)
     files = sorted(where.iterdir()) if where.exists() else []
     body = [f for f in files if f.suffix == ".form"]
@@ -312,6 +314,62 @@ def test_a_freeze_with_the_kept_form_reads_no_block_of_the_database(frozen, monk
     assert freeze_and_check(collection).number == 3
 
 
+def test_a_freeze_does_not_wait_for_its_form_to_be_written(
+    frozen, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The body file is written on a second thread; the freeze returns once it has the
+    hash, and the next freeze waits for the file and splices it."""
+    collection, _v1 = frozen
+    snapshot_forms.settle()
+    release = threading.Event()
+    write = snapshot_forms._write
+
+    def slow_write(out, part):
+        assert release.wait(30)
+        write(out, part)
+
+    monkeypatch.setattr(snapshot_forms, "_write", slow_write)
+    Judgment.objects.filter(query__external_id="q3").update(grade=0)
+    v2 = freeze_and_check(collection)  # returns while the body is held back
+
+    assert v2.number == 2
+    where = snapshot_forms.directory(collection.pk)
+    assert not list(where.glob("v2-*")), "the form was named before it was written"
+    release.set()
+    monkeypatch.setattr(
+        "judgments.services.snapshots.held_blocks",
+        lambda s: pytest.fail("read every block of the latest version"),
+    )
+    Judgment.objects.filter(query__external_id="q4").update(grade=0)
+    with django_capture_on_commit_callbacks(execute=True):  # (the earlier forms go)
+        assert freeze_and_check(collection).number == 3  # from v2's form, once written
+    snapshot_forms.settle()
+    assert sorted(p.name.split("-")[0] for p in where.iterdir()) == ["v3", "v3"]
+
+
+def test_a_form_that_cannot_be_written_costs_the_next_freeze_a_read(frozen, monkeypatch):
+    collection, _v1 = frozen
+
+    def full_disk(out, part):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(snapshot_forms, "_write", full_disk)
+    Judgment.objects.filter(query__external_id="q3").update(grade=0)
+    v2 = freeze_and_check(collection)
+    snapshot_forms.settle()
+    assert not list(snapshot_forms.directory(collection.pk).glob("*tmp-*"))
+    monkeypatch.undo()
+    read = []
+    monkeypatch.setattr(
+        "judgments.services.snapshots.held_blocks",
+        lambda s: read.append(s) or snapshot_blocks.held_blocks(s),
+    )
+    Judgment.objects.filter(query__external_id="q4").update(grade=0)
+
+    assert freeze_and_check(collection).number == 3
+    assert read == [v2]
+
+
 @pytest.mark.parametrize("spoil", ["flip-a-byte", "delete", "truncate-index", "swap-index"])
 def test_a_spoilt_form_is_not_trusted(frozen, settings, spoil, monkeypatch):
     collection, v1 = frozen
@@ -335,6 +393,7 @@ def test_a_spoilt_form_is_not_trusted(frozen, settings, spoil, monkeypatch):
 
 def test_a_form_replaced_since_this_process_wrote_it_is_hashed_again(frozen, monkeypatch):
     collection, v1 = frozen
+    snapshot_forms.settle()
     (body,) = snapshot_forms.directory(collection.pk).glob("*.form")
     data = bytearray(body.read_bytes())
     data[len(data) // 2] ^= 0x01  # same size, same name, another file
@@ -359,6 +418,7 @@ def test_a_form_of_another_database_with_the_same_name_is_not_trusted(frozen, se
     """Same collection pk, number and content but other query pks (a test database made
     again, a restored dump): the pks of the changed queries are not where its index says."""
     collection, _v1 = frozen
+    snapshot_forms.settle()
     where = snapshot_forms.directory(collection.pk)
     (index,) = where.glob("*.npz")
     with snapshot_forms.np.load(index) as stored:
