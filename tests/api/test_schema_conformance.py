@@ -125,10 +125,17 @@ def wsgi_app():
     (on PostgreSQL that would close the test's own connection)."""
     from config.wsgi import application
 
+    def served(environ, start_response):  # closed as a WSGI server closes it: the
+        result = application(environ, start_response)  # request's uploads close with it
+        try:
+            return [b"".join(result)]
+        finally:
+            result.close()
+
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     try:
-        yield application
+        yield served
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
