@@ -177,6 +177,11 @@ class ItemAdmin(admin.ModelAdmin):
     search_fields = ["external_id", "title"]
     readonly_fields = ["collection", "external_id", "created_at"]
 
+    def formfield_for_dbfield(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"  # Django 6's default, said now
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def save_model(self, request: Any, obj: Item, form: Any, change: bool) -> None:
         from .services.search_index import index_items
 
