@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 
-from judgments.admin import ReadOnlyAdmin
+from judgments.admin import HTTPS_URLS, ReadOnlyAdmin
 
 from .models import JudgeConfig, Proposal, ProposalDecision
 
@@ -18,6 +18,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     list_filter = ["collection", "provider"]
     search_fields = ["name", "model"]
     readonly_fields = ["created_at"]
+    formfield_overrides = HTTPS_URLS
 
     def get_deleted_objects(self, objs: Any, request: Any) -> Any:
         """A judge whose labels its collection accepts at freeze (``model_labels``) is
@@ -32,11 +33,6 @@ class JudgeConfigAdmin(admin.ModelAdmin):
                     "another judge or none on the collection's judges page first",
                 ]
         return deleted, counts, perms, protected
-
-    def formfield_for_dbfield(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
-        if db_field.name == "base_url":
-            kwargs["assume_scheme"] = "https"  # Django 6's default, said now
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
 
 @admin.register(Proposal)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db import transaction
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -33,6 +33,9 @@ from .models import (
 # management command, each worker) loads this module at start-up through the admin's
 # autodiscovery, and judgments.services is the largest part of the app
 # (bench/startup_bench.py; issue 29).
+
+#: URL fields assume https when the scheme is left out: Django 6's default, said now.
+HTTPS_URLS = {models.URLField: {"assume_scheme": "https"}}
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -176,11 +179,7 @@ class ItemAdmin(admin.ModelAdmin):
     list_filter = ["collection", "placeholder"]
     search_fields = ["external_id", "title"]
     readonly_fields = ["collection", "external_id", "created_at"]
-
-    def formfield_for_dbfield(self, db_field: Any, request: Any, **kwargs: Any) -> Any:
-        if db_field.name == "url":
-            kwargs["assume_scheme"] = "https"  # Django 6's default, said now
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
+    formfield_overrides = HTTPS_URLS
 
     def save_model(self, request: Any, obj: Item, form: Any, change: bool) -> None:
         from .services.search_index import index_items

@@ -233,8 +233,6 @@ def splice(
                     _write(out, part)
         except OSError as e:
             failed.append(e)
-        finally:
-            parts.clear()  # (the views keep the old form's map open)
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -242,10 +240,11 @@ def splice(
         failed.append(e)
     # Not a daemon: a process that ends while it writes waits for it. The freeze does
     # not (``keep``): a first write into memory the machine never used before can take
-    # several times as long as the hash.
-    writer = None if failed else threading.Thread(target=write, args=(list(parts),))
-    if writer is not None:
-        writer.name = "verity-form-write"
+    # several times as long as the hash. Its own list of the views: they keep the old
+    # form's map open until the thread ends and lets go of its arguments.
+    writer = None
+    if not failed:
+        writer = threading.Thread(target=write, args=(list(parts),), name="verity-form-write")
         writer.start()
     digest = hashlib.sha256(header)
     for part in parts:
@@ -385,9 +384,9 @@ def keep(snapshot: Any, spliced: Spliced) -> None:
         name_it()
     else:
         thread = threading.Thread(target=name_it, name="verity-form-keep")
-        with _lock:
-            _pending.append(thread)
         thread.start()
+        with _lock:
+            _pending[:] = [t for t in _pending if t.is_alive()] + [thread]
     number = snapshot.number
 
     def tidy() -> None:
