@@ -28,10 +28,9 @@ from .exports import record_export
 from .focus import MAX_FOCUS_PAIRS, FocusOutcome, queue_focus
 from .import_writes import IMPORT_BATCH_SIZE, PROGRESS_EVERY
 from .imports import ImportReport, import_collection_data
+from .judging import edit_judgment, judge_task
 from .judgments import (
     UndoneChange,
-    edit_judgment,
-    judge_task,
     record_judgment,
     record_judgment_once,
     remove_judgment,
